@@ -1,0 +1,167 @@
+#include "bench/peak.h"
+
+#include <immintrin.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace laya::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+constexpr int kChains = 12;  // > latency x throughput for every probe below
+
+__attribute__((target("avx512f"))) double probe_fp32(int64_t iters) {
+  __m512 acc[kChains];
+  for (int r = 0; r < kChains; ++r) acc[r] = _mm512_set1_ps(static_cast<float>(r));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int r = 0; r < kChains; ++r) acc[r] = _mm512_fmadd_ps(acc[r], a, b);
+  }
+  const double s = seconds_since(t0);
+  __m512 sum = acc[0];
+  for (int r = 1; r < kChains; ++r) sum = _mm512_add_ps(sum, acc[r]);
+  benchmark::DoNotOptimize(sum);
+  return static_cast<double>(iters) * kChains * 16 * 2 / s * 1e-9;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) double probe_bf16(int64_t iters) {
+  __m512 acc[kChains];
+  for (int r = 0; r < kChains; ++r) acc[r] = _mm512_set1_ps(static_cast<float>(r));
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80);  // 1.0
+  const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3380);  // ~6e-8
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int r = 0; r < kChains; ++r) acc[r] = _mm512_dpbf16_ps(acc[r], a, b);
+  }
+  const double s = seconds_since(t0);
+  __m512 sum = acc[0];
+  for (int r = 1; r < kChains; ++r) sum = _mm512_add_ps(sum, acc[r]);
+  benchmark::DoNotOptimize(sum);
+  return static_cast<double>(iters) * kChains * 64 / s * 1e-9;
+}
+
+__attribute__((target("avx512f,avx512vnni"))) double probe_int8(int64_t iters) {
+  __m512i acc[kChains];
+  for (int r = 0; r < kChains; ++r) acc[r] = _mm512_set1_epi32(r);
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(-1);
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int r = 0; r < kChains; ++r) acc[r] = _mm512_dpbusd_epi32(acc[r], a, b);
+  }
+  const double s = seconds_since(t0);
+  __m512i sum = acc[0];
+  for (int r = 1; r < kChains; ++r) sum = _mm512_add_epi32(sum, acc[r]);
+  benchmark::DoNotOptimize(sum);
+  return static_cast<double>(iters) * kChains * 128 / s * 1e-9;
+}
+
+__attribute__((target("avx512f"))) double probe_read(const float* buf, size_t n) {
+  __m512 acc[8];
+  for (int r = 0; r < 8; ++r) acc[r] = _mm512_setzero_ps();
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < n; i += 128) {
+    for (int r = 0; r < 8; ++r) acc[r] = _mm512_add_ps(acc[r], _mm512_load_ps(buf + i + 16 * r));
+  }
+  const double s = seconds_since(t0);
+  __m512 sum = acc[0];
+  for (int r = 1; r < 8; ++r) sum = _mm512_add_ps(sum, acc[r]);
+  benchmark::DoNotOptimize(sum);
+  return static_cast<double>(n) * sizeof(float) / s * 1e-9;
+}
+
+bool has(const char* feature) {
+  __builtin_cpu_init();
+  if (std::strcmp(feature, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
+  if (std::strcmp(feature, "avx512bf16") == 0) return __builtin_cpu_supports("avx512bf16");
+  if (std::strcmp(feature, "avx512vnni") == 0) return __builtin_cpu_supports("avx512vnni");
+  return false;
+}
+
+Peaks measure() {
+  Peaks p;
+  const int64_t iters = 20'000'000;
+  std::vector<double> r;
+  if (has("avx512f")) {
+    for (int i = 0; i < 5; ++i) r.push_back(probe_fp32(iters));
+    p.fp32_gflops = median(r);
+    r.clear();
+    const size_t bytes = size_t{1} << 30;
+    float* buf = static_cast<float*>(huge_alloc(bytes));
+    if (buf != nullptr) {
+      std::memset(buf, 1, bytes);
+      for (int i = 0; i < 5; ++i) r.push_back(probe_read(buf, bytes / sizeof(float)));
+      p.dram_read_gbs = median(r);
+      huge_free(buf, bytes);
+    }
+    r.clear();
+  }
+  if (has("avx512bf16")) {
+    for (int i = 0; i < 5; ++i) r.push_back(probe_bf16(iters));
+    p.bf16_gflops = median(r);
+    r.clear();
+  }
+  if (has("avx512vnni")) {
+    for (int i = 0; i < 5; ++i) r.push_back(probe_int8(iters));
+    p.int8_gops = median(r);
+  }
+  std::fprintf(stderr,
+               "machine peaks (1 thread, median of 5): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s, "
+               "int8 VNNI %.1f GOP/s, DRAM read %.1f GB/s\n",
+               p.fp32_gflops, p.bf16_gflops, p.int8_gops, p.dram_read_gbs);
+  return p;
+}
+
+}  // namespace
+
+const Peaks& peaks() {
+  static const Peaks p = measure();
+  return p;
+}
+
+void report_flops(benchmark::State& state, double ops_per_iter, double peak_gops) {
+  const double ops = ops_per_iter * static_cast<double>(state.iterations());
+  state.counters["GOPS"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsRate);
+  // % of peak is computed by the benchmark library from the rate: store the ratio's numerator
+  // in the same units and divide by the peak afterwards.
+  state.counters["pct_peak"] = benchmark::Counter(
+      peak_gops > 0 ? ops * 1e-9 * 100.0 / peak_gops : 0.0, benchmark::Counter::kIsRate);
+}
+
+void report_bytes(benchmark::State& state, double bytes_per_iter) {
+  const double bytes = bytes_per_iter * static_cast<double>(state.iterations());
+  const double peak = peaks().dram_read_gbs;
+  state.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["pct_peak"] =
+      benchmark::Counter(peak > 0 ? bytes * 1e-9 * 100.0 / peak : 0.0, benchmark::Counter::kIsRate);
+}
+
+void* huge_alloc(size_t bytes) {
+  const size_t align = size_t{2} << 20;
+  const size_t len = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, len);
+  if (p != nullptr) madvise(p, len, MADV_HUGEPAGE);
+  return p;
+}
+
+void huge_free(void* p, size_t) {
+  std::free(p);
+}
+
+}  // namespace laya::bench

@@ -1,0 +1,35 @@
+// Machine peaks measured on this machine, once per benchmark process, by register-blocked probes
+// (the denominators of every "% of peak" figure in bench/):
+//   fp32_gflops    zmm FMA chains              (2 FLOP per lane per vfmadd)
+//   bf16_gflops    vdpbf16ps chains            (64 FLOP per instruction)
+//   int8_gops      vpdpbusd chains (VNNI)      (128 OP per instruction: 64 MACs)
+//   dram_read_gbs  streaming zmm reads of a 1 GiB buffer, 2 MiB-aligned, MADV_HUGEPAGE
+// Each figure is the median of 5 runs on the calling thread (1 core). The CPU must have AVX-512
+// F/BF16/VNNI (the build machines do); without them the affected figure is 0.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+namespace laya::bench {
+
+struct Peaks {
+  double fp32_gflops = 0;
+  double bf16_gflops = 0;
+  double int8_gops = 0;
+  double dram_read_gbs = 0;
+};
+
+// Measured on first call (takes ~2 s), then cached.
+const Peaks& peaks();
+
+// Sets the counters every kernel benchmark reports: GFLOP/s (or GOP/s) and % of `peak`, given the
+// operations one iteration performs. Call after the benchmark loop.
+void report_flops(benchmark::State& state, double ops_per_iter, double peak_gops);
+// Likewise for bandwidth: GB/s and % of the DRAM read peak, given bytes read per iteration.
+void report_bytes(benchmark::State& state, double bytes_per_iter);
+
+// A 2 MiB-aligned buffer with MADV_HUGEPAGE, zero-filled (for weights streamed from DRAM).
+void* huge_alloc(size_t bytes);
+void huge_free(void* p, size_t bytes);
+
+}  // namespace laya::bench

@@ -1,0 +1,191 @@
+// The graph IR: values (tensors) addressed by id, nodes (op + attributes) in topological order,
+// graph inputs and outputs, weights, symbols and model metadata.
+//
+// Invariants (checked by graph_verify, which the loader and GraphBuilder::finish run):
+//  - every node input is a graph input, a weight, or an output of an EARLIER node ("defined before
+//    use"); hence `nodes` is a topological order and the graph is acyclic;
+//  - each activation has exactly one producer; each value's shape and dtype are what shape
+//    inference derives from its producer;
+//  - quantization parameters fit the dtype; weight byte sizes match shape x dtype.
+//
+// Ownership: a Graph owns everything it points to. Weight bytes (`Value::data`) live either in the
+// memory-mapped model file or in buffers made by GraphBuilder; `keepalive` holds those owners, so
+// a Graph (and copies of it) stays valid on its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/types.h"
+
+namespace laya::ir {
+
+using ValueId = uint32_t;
+using NodeId = uint32_t;
+inline constexpr ValueId kNoValue = UINT32_MAX;
+inline constexpr NodeId kNoNode = UINT32_MAX;
+
+// ---- ops -------------------------------------------------------------------------------------
+
+enum class Op : uint16_t {
+#define OP(name, min_in, max_in, n_out) k_##name,
+#include "ir/ops.inc"
+#undef OP
+  kCount
+};
+
+struct OpInfo {
+  const char* name;
+  int min_inputs;
+  int max_inputs;
+  int n_outputs;  // -1: variable
+};
+// Precondition: op < kCount.
+const OpInfo& op_info(Op op);
+inline const char* op_name(Op op) {
+  return op_info(op).name;
+}
+bool op_is_valid(uint32_t raw);
+
+// Values of the enum-like attributes (see ir/ops.inc).
+enum RopeMode : int32_t { kRopeNeox = 0, kRopeGptj = 1 };
+enum MaskKind : int32_t { kMaskNone = 0, kMaskCausal = 1 };
+enum ActKind : int32_t { kActGeluErf = 0, kActGeluTanh = 1, kActSilu = 2, kActRelu = 3 };
+
+// All node attributes; each op reads the ones ir/ops.inc lists and ignores the rest.
+struct Attrs {
+#define ATTR(type, name, def) type name = def;
+#include "ir/attrs.inc"
+#undef ATTR
+  std::vector<int64_t> sizes;  // split: output sizes along the last axis
+
+  bool operator==(const Attrs& o) const;
+};
+
+// ---- values and nodes ------------------------------------------------------------------------
+
+enum class ValueKind : uint8_t {
+  kInput,       // graph input, bound by the caller at execute
+  kWeight,      // constant; bytes in `Value::data`
+  kActivation,  // produced by a node (graph outputs are activations listed in Graph::outputs)
+};
+const char* value_kind_name(ValueKind k);
+
+// What a graph input carries, so tools and runners can fill it (laya-run generates inputs by role).
+enum class InputRole : uint8_t {
+  kNone,       // generic data (random floats when generated)
+  kTokenIds,   // i32 token ids in [0, vocab)
+  kPositions,  // i32 positions (0, 1, 2, ... per row when generated)
+  kKeyMask,    // i32 1 = real token, 0 = padding
+};
+const char* input_role_name(InputRole r);
+
+struct Value {
+  std::string name;
+  DType dtype = DType::k_f32;
+  Shape shape;
+  Quant quant;
+  ValueKind kind = ValueKind::kActivation;
+  InputRole role = InputRole::kNone;  // kInput only
+  const uint8_t* data = nullptr;      // kWeight only: `nbytes` bytes, 64-byte aligned, read-only
+  uint64_t nbytes = 0;
+  NodeId producer = kNoNode;  // kActivation only
+};
+
+struct Node {
+  Op op = Op::k_add;
+  std::string name;
+  std::vector<ValueId> inputs;  // optional inputs are trailing and simply absent
+  std::vector<ValueId> outputs;
+  Attrs attrs;
+};
+
+// ---- metadata --------------------------------------------------------------------------------
+
+// A read-only byte range owned by the graph (see Graph::keepalive).
+struct Blob {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
+// Laya decision-head settings (REFERENCE-laya.md section 5): rl_agent_config.json, structured.
+struct DecisionConfig {
+  bool present = false;
+  int32_t max_len = 0;
+  int32_t head_max_len = 0;
+  int32_t head_layers = 0;
+  float temperature[3] = {1.0f, 1.0f, 1.0f};  // choice, score, noul
+  // "<type>:<2|3-5|6-10|11+>" -> temperature, in file order
+  std::vector<std::pair<std::string, float>> temperature_by_options;
+  std::vector<float> act_costs;
+};
+
+struct SourceFile {
+  std::string name;
+  std::string sha256;  // lowercase hex
+};
+
+struct Provenance {
+  std::string source;             // e.g. "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1)"
+  std::string converter_version;  // e.g. "laya-convert 0.1.0"
+  std::vector<SourceFile> files;
+};
+
+// An ahead-of-time compiled backend executable shipped inside the model (e.g. an AX8850 .axmodel
+// for one subgraph). Opaque to everything but its backend; bytes live in the weight section.
+struct PrecompiledExecutable {
+  std::string backend;   // "ax8850"
+  std::string subgraph;  // the backend's key for the node range it covers
+  Blob bytes;
+};
+
+struct Metadata {
+  std::string architecture;    // "modernbert", "llama", "bert", "test", ...
+  std::string tokenizer_kind;  // "hf-tokenizer-json", "gguf", "" (none)
+  Blob tokenizer;              // the embedded tokenizer file
+  DecisionConfig decision;
+  std::string chat_template;  // Jinja text, as shipped with the checkpoint
+  Provenance provenance;
+  std::vector<std::pair<std::string, std::string>> properties;  // free-form hyperparameters
+  std::vector<PrecompiledExecutable> executables;
+};
+
+// ---- the graph -------------------------------------------------------------------------------
+
+struct Graph {
+  std::vector<Symbol> symbols;  // at most kMaxSymbols; Dim coefficients index this list
+  std::vector<Value> values;
+  std::vector<Node> nodes;  // topological order
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  Metadata meta;
+  std::vector<std::shared_ptr<const void>> keepalive;  // owners of weight and blob bytes
+
+  // Linear lookups (graphs have thousands of values at most; not for hot paths).
+  ValueId find_value(const std::string& name) const;
+  int find_symbol(const std::string& name) const;  // -1 if absent
+};
+
+// Checks every invariant listed at the top of this file. Returns the first problem found, with a
+// message naming the node / value.
+Status graph_verify(const Graph& g);
+
+// Structural equality: symbols, values (incl. weight bytes), nodes, inputs, outputs, metadata.
+// Used by the round-trip tests; `why` (optional) receives the first difference.
+bool graph_equal(const Graph& a, const Graph& b, std::string* why = nullptr);
+
+// Human-readable dump: symbols, inputs, weights (dtype, shape, quant), one line per node, outputs.
+std::string graph_print(const Graph& g);
+
+// Number of parameters (weight elements) and bytes per dtype.
+struct WeightStats {
+  int64_t params = 0;
+  uint64_t bytes_by_dtype[static_cast<size_t>(DType::kCount)] = {};
+};
+WeightStats graph_weight_stats(const Graph& g);
+
+}  // namespace laya::ir

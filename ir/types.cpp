@@ -1,0 +1,154 @@
+#include "ir/types.h"
+
+#include <climits>
+#include <cstring>
+
+namespace laya::ir {
+
+namespace {
+
+constexpr DTypeInfo kDTypes[] = {
+#define F DTypeKind::kFloat
+#define I DTypeKind::kInteger
+#define B DTypeKind::kBlock
+#define DTYPE(name, block_elems, block_bytes, kind) {#name, block_elems, block_bytes, kind},
+#include "ir/dtypes.inc"
+#undef DTYPE
+#undef F
+#undef I
+#undef B
+};
+static_assert(sizeof kDTypes / sizeof kDTypes[0] == static_cast<size_t>(DType::kCount));
+
+}  // namespace
+
+const DTypeInfo& dtype_info(DType dtype) {
+  return kDTypes[static_cast<size_t>(dtype)];
+}
+
+bool dtype_is_valid(uint32_t raw) {
+  return raw < static_cast<uint32_t>(DType::kCount);
+}
+
+Result<DType> dtype_from_name(const std::string& name) {
+  for (size_t i = 0; i < static_cast<size_t>(DType::kCount); ++i)
+    if (name == kDTypes[i].name) return static_cast<DType>(i);
+  return status_error(StatusCode::kInvalidArgument, "unknown dtype '%s'", name.c_str());
+}
+
+Result<uint64_t> dtype_bytes(DType dtype, int64_t n_elems) {
+  const DTypeInfo& info = dtype_info(dtype);
+  if (n_elems < 0) return status_error(StatusCode::kGraphShapeMismatch, "negative element count");
+  if (n_elems % info.block_elems != 0)
+    return status_error(StatusCode::kGraphShapeMismatch,
+                        "%lld elements are not a whole number of %s blocks (%u elements each)",
+                        static_cast<long long>(n_elems), info.name, info.block_elems);
+  const uint64_t blocks = static_cast<uint64_t>(n_elems) / info.block_elems;
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(blocks, uint64_t{info.block_bytes}, &bytes) ||
+      bytes > static_cast<uint64_t>(INT64_MAX))
+    return status_error(StatusCode::kFileSizeOverflow, "%lld %s elements overflow a byte count",
+                        static_cast<long long>(n_elems), info.name);
+  return bytes;
+}
+
+int64_t dim_min(const Dim& d, const std::vector<Symbol>& symbols) {
+  int64_t v = d.c;
+  for (size_t i = 0; i < symbols.size() && i < kMaxSymbols; ++i)
+    v += int64_t{d.coef[i]} * (d.coef[i] >= 0 ? symbols[i].min : symbols[i].max);
+  return v;
+}
+
+int64_t dim_max(const Dim& d, const std::vector<Symbol>& symbols) {
+  int64_t v = d.c;
+  for (size_t i = 0; i < symbols.size() && i < kMaxSymbols; ++i)
+    v += int64_t{d.coef[i]} * (d.coef[i] >= 0 ? symbols[i].max : symbols[i].min);
+  return v;
+}
+
+std::string dim_to_string(const Dim& d, const std::vector<Symbol>& symbols) {
+  std::string s;
+  for (int i = 0; i < kMaxSymbols; ++i) {
+    const int32_t k = d.coef[i];
+    if (k == 0) continue;
+    std::string name = "s";  // unnamed symbol (an invalid graph); named ones below
+    if (i < static_cast<int>(symbols.size()))
+      name = symbols[i].name;
+    else
+      name += std::to_string(i);
+    if (!s.empty())
+      s += k < 0 ? " - " : " + ";
+    else if (k < 0)
+      s += "-";
+    const int32_t a = k < 0 ? -k : k;
+    if (a != 1) s += std::to_string(a) + " * ";
+    s += name;
+  }
+  if (s.empty()) return std::to_string(d.c);
+  if (d.c > 0) s += " + " + std::to_string(d.c);
+  if (d.c < 0) s += " - " + std::to_string(-d.c);
+  return s;
+}
+
+Shape Shape::of(std::initializer_list<Dim> dims) {
+  Shape s;
+  for (const Dim& d : dims)
+    if (s.rank < kMaxRank) s.dims[s.rank++] = d;
+  return s;
+}
+
+Shape Shape::fixed(std::initializer_list<int64_t> dims) {
+  Shape s;
+  for (int64_t d : dims)
+    if (s.rank < kMaxRank) s.dims[s.rank++] = Dim::fixed(d);
+  return s;
+}
+
+std::string shape_to_string(const Shape& s, const std::vector<Symbol>& symbols) {
+  std::string out = "[";
+  for (int i = 0; i < s.rank; ++i) {
+    if (i) out += ", ";
+    out += dim_to_string(s.dims[i], symbols);
+  }
+  return out + "]";
+}
+
+Status shape_eval(const Shape& s, const int64_t* values, Extents* out) {
+  out->rank = s.rank;
+  for (int i = 0; i < s.rank; ++i) {
+    out->d[i] = s.dims[i].eval(values);
+    if (out->d[i] < 0)
+      return status_error(StatusCode::kOutOfRange, "dimension %d evaluates to %lld", i,
+                          static_cast<long long>(out->d[i]));
+  }
+  return Status::ok();
+}
+
+Result<int64_t> shape_max_count(const Shape& s, const std::vector<Symbol>& symbols) {
+  int64_t n = 1;
+  for (int i = 0; i < s.rank; ++i) {
+    const int64_t d = dim_max(s.dims[i], symbols);
+    if (d < 0)
+      return status_error(StatusCode::kGraphShapeMismatch, "dimension %d has a negative bound", i);
+    if (__builtin_mul_overflow(n, d, &n))
+      return status_error(StatusCode::kFileSizeOverflow, "shape %s overflows an element count",
+                          shape_to_string(s, symbols).c_str());
+  }
+  return n;
+}
+
+const char* quant_kind_name(QuantKind k) {
+  switch (k) {
+    case QuantKind::kNone:
+      return "none";
+    case QuantKind::kPerTensor:
+      return "per_tensor";
+    case QuantKind::kPerChannel:
+      return "per_channel";
+    case QuantKind::kBlock:
+      return "block";
+  }
+  return "?";
+}
+
+}  // namespace laya::ir

@@ -1,0 +1,24 @@
+#include "hwy/highway.h"
+#include "hwy/targets.h"
+#include "kernels/hwy/fill.h"
+
+namespace laya::kernels {
+
+std::vector<int64_t> kernel_hwy_targets() {
+  std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();  // lowest bit = best
+  return targets;
+}
+
+const char* kernel_target_name(int64_t target) {
+  return hwy::TargetName(target);
+}
+
+KernelTable kernel_table_hwy(int64_t target) {
+  if (target == 0) target = kernel_hwy_targets().front();
+  KernelTable t = kernel_table_ref();
+  t.isa = kernel_target_name(target);
+  // One line per family (kernels/hwy/fill.h):
+  return t;
+}
+
+}  // namespace laya::kernels

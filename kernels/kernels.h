@@ -1,0 +1,182 @@
+// The kernel table: every compute kernel the CPU backend calls, as plain function pointers over raw
+// row-major buffers. kernels/ depends on Highway only: no IR types, no TBB, no allocation.
+//
+// Two implementations fill the same table:
+//  - kernel_table_ref(): scalar reference kernels (kernels/ref/, one op per file, obviously
+//  correct,
+//    slow). They define the semantics; every optimized kernel is tested against them.
+//  - kernel_table_hwy(target): Highway kernels (kernels/hwy/*-inl.h) for one compiled target.
+//    The target is chosen once, when the table is built; nothing dispatches inside a loop.
+//
+// Conventions for every entry:
+//  - f32 activations in and out; weights in the types of kernels/matmul.inc.
+//  - Row strides are in elements. Pointers are caller-owned and only read/written during the call.
+//  - `scratch` is caller-owned memory of at least the matching *_scratch_bytes(...) bytes, 64-byte
+//    aligned, used only during the call (it may be reused by the next kernel).
+//  - `pool` may be null (run serially). Kernels split work through parallel_for below and never
+//    know what runs the chunks (the CPU HAL passes oneTBB in).
+//  - Weights are packed once at prepare (`MatmulKernel::pack`) into caller-owned persistent memory;
+//    execute-time entries never pack, allocate, or validate (except token ids, see `embedding`).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace laya::kernels {
+
+// ---- threading -------------------------------------------------------------------------------
+
+using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
+
+// A parallel-for handed in by the HAL. `run(impl, n, grain, fn, ctx)` calls fn(ctx, b, e) on
+// disjoint ranges covering [0, n) (each at least `grain` long except possibly the last), possibly
+// concurrently, and returns when all are done. It must not allocate per call.
+struct ThreadPool {
+  void (*run)(void* impl, int64_t n, int64_t grain, RangeFn fn, void* ctx) = nullptr;
+  void* impl = nullptr;
+  int n_threads = 1;
+};
+
+// parallel_for(pool, n, grain, [&](int64_t b, int64_t e) { ... }); serial when pool is null.
+template <class F>
+void parallel_for(const ThreadPool* pool, int64_t n, int64_t grain, F&& f) {
+  if (n <= 0) return;
+  if (pool == nullptr || pool->run == nullptr || pool->n_threads <= 1 || n <= grain) {
+    f(int64_t{0}, n);
+    return;
+  }
+  using Fn = std::remove_reference_t<F>;
+  pool->run(
+      pool->impl, n, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
+      &f);
+}
+
+// ---- weight types ----------------------------------------------------------------------------
+
+enum class WType : uint8_t {
+#define MATMUL_WTYPE(name) k_##name,
+#include "kernels/matmul.inc"
+#undef MATMUL_WTYPE
+  kCount
+};
+inline constexpr int kWTypeCount = static_cast<int>(WType::kCount);
+const char* wtype_name(WType t);
+
+// ---- matrix products -------------------------------------------------------------------------
+
+// y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]) for one weight type. m == 1 is the decode GEMV path;
+// m > 1 the prefill / encoder GEMM path. Integer and block paths quantize x on the fly (int8 per
+// token; q8 blocks of 32 for q8_0 / q4_0 / q4_1, as GGUF does) into scratch and accumulate exactly
+// in int32, then scale in f32.
+struct MatmulKernel {
+  // Bytes of persistent memory `pack` writes for an [n, k] weight (0: layout not supported, e.g. a
+  // block type with k % 32 != 0).
+  uint64_t (*packed_bytes)(int64_t n, int64_t k) = nullptr;
+  // Packs `w` (the file layout: row-major [n, k] of this type; i8 comes with f32 `scales[n]`, one
+  // per output row; other types pass null) into `dst` (64-byte aligned, packed_bytes(n, k) long).
+  void (*pack)(const void* w, const float* scales, int64_t n, int64_t k, void* dst) = nullptr;
+  // Scratch bytes `run` needs for m rows with up to `n_threads` workers.
+  uint64_t (*scratch_bytes)(int64_t m, int64_t n, int64_t k, int n_threads) = nullptr;
+  void (*run)(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
+              const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
+              const ThreadPool* pool) = nullptr;
+};
+
+// ---- attention -------------------------------------------------------------------------------
+
+// Multi-head attention over rows of packed heads, reading K/V from any buffer with row strides
+// (a KV cache of kv_len = past + q_len rows works as is).
+//   q[b, i, h*hd + d]   at q + b*q_batch_stride + i*q_row_stride + h*hd + d      (h < n_heads)
+//   k[b, j, g*hd + d]   likewise with k_* strides, g < n_kv_heads; v the same
+//   key_mask[b, j]      at key_mask + b*mask_batch_stride; 0 hides key j (nullable = all keys)
+//   out[b, i, h*hd + d] at out + b*out_batch_stride + i*out_row_stride + h*hd + d
+// Query i sits at key position p_i = kv_len - q_len + i. Key j is visible when
+//   key_mask allows it, and (causal ? j <= p_i : true), and (window < 0 || |p_i - j| <= window).
+// Grouped-query: head h reads kv head h / (n_heads / n_kv_heads). A row with no visible key
+// outputs zeros. Softmax of scale * q.k in f32; no [q_len, kv_len] matrix is materialized.
+struct AttentionArgs {
+  const float* q = nullptr;
+  int64_t q_batch_stride = 0, q_row_stride = 0;
+  const float* k = nullptr;
+  int64_t k_batch_stride = 0, k_row_stride = 0;
+  const float* v = nullptr;
+  int64_t v_batch_stride = 0, v_row_stride = 0;
+  const int32_t* key_mask = nullptr;
+  int64_t mask_batch_stride = 0;
+  float* out = nullptr;
+  int64_t out_batch_stride = 0, out_row_stride = 0;
+  int64_t batch = 1, q_len = 0, kv_len = 0;
+  int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  bool causal = false;
+  int64_t window = -1;
+};
+
+// Elementwise activation kinds; the values equal ir::ActKind.
+enum class Act : int32_t { kGeluErf = 0, kGeluTanh = 1, kSilu = 2, kRelu = 3 };
+enum class Binary : int32_t { kAdd = 0, kMul = 1 };
+// RoPE pairing; the values equal ir::RopeMode.
+enum class Rope : int32_t { kNeox = 0, kGptj = 1 };
+
+// ---- the table -------------------------------------------------------------------------------
+
+struct KernelTable {
+  const char* isa = "ref";  // "ref", or the Highway target name ("AVX3", "AVX2", "SSE4", ...)
+
+  MatmulKernel matmul[kWTypeCount];
+
+  // Heads [head_begin, head_end) of every batch row; a scheduler may split heads across callers.
+  void (*attention)(const AttentionArgs& a, int32_t head_begin, int32_t head_end, void* scratch,
+                    const ThreadPool* pool) = nullptr;
+  uint64_t (*attention_scratch_bytes)(const AttentionArgs& a, int n_threads) = nullptr;
+
+  // out[i, :] = table row ids[i], dequantized to f32. `table` is [vocab, dim] of `type` (i8 with
+  // `scales[vocab]`, else scales null). Returns the index of the first id outside [0, vocab) (out
+  // is then unspecified), or -1 when all ids are valid. This is the one execute-time check.
+  int64_t (*embedding)(WType type, const void* table, const float* scales, int64_t vocab,
+                       int64_t dim, const int32_t* ids, int64_t n, float* out,
+                       const ThreadPool* pool) = nullptr;
+
+  // y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * gamma (+ beta, nullable); f32 statistics.
+  void (*layernorm)(const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
+                    int64_t dim, float eps, const ThreadPool* pool) = nullptr;
+  // y[r, :] = x[r, :] / sqrt(mean(x^2) + eps) * gamma.
+  void (*rmsnorm)(const float* x, const float* gamma, float* y, int64_t rows, int64_t dim,
+                  float eps, const ThreadPool* pool) = nullptr;
+  // Rotates the first rotary_dim dims of every head of every token (rows of n_heads*head_dim,
+  // contiguous) by angle pos[t] * theta^(-2i/rotary_dim); the remaining dims are copied. x may
+  // equal y. Neox pairs dims (i, i + rotary_dim/2); Gptj pairs (2i, 2i+1).
+  void (*rope)(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t n_heads,
+               int32_t head_dim, int32_t rotary_dim, float theta, Rope mode,
+               const ThreadPool* pool) = nullptr;
+  // y = act(x) elementwise over n values; x may equal y.
+  void (*unary)(Act act, const float* x, float* y, int64_t n, const ThreadPool* pool) = nullptr;
+  // y[r, j] = act(x[r, j]) * x[r, f + j] for rows of 2f inputs and f outputs (GeGLU / SwiGLU).
+  void (*glu)(Act act, const float* x, float* y, int64_t rows, int64_t f,
+              const ThreadPool* pool) = nullptr;
+  // y[r, :] = softmax(x[r, :]); x may equal y.
+  void (*softmax)(const float* x, float* y, int64_t rows, int64_t dim,
+                  const ThreadPool* pool) = nullptr;
+  // y[i] = a[i] op b[i % nb] for i < n (n % nb == 0: b equal to a, or broadcast over rows).
+  void (*binary)(Binary op, const float* a, const float* b, float* y, int64_t n, int64_t nb,
+                 const ThreadPool* pool) = nullptr;
+  // Index of the largest value (the first on ties); n > 0.
+  int64_t (*argmax)(const float* x, int64_t n) = nullptr;
+  // The k largest values, descending (ties: lower index first) into idx[k], val[k]; k <= n.
+  void (*topk)(const float* x, int64_t n, int32_t k, int32_t* idx, float* val) = nullptr;
+};
+
+// The scalar reference table (always complete).
+const KernelTable& kernel_table_ref();
+
+// The Highway table for one compiled target (a HWY_* bit from kernel_hwy_targets()); 0 picks the
+// best target this CPU supports. Entries a family does not provide fall back to the reference.
+KernelTable kernel_table_hwy(int64_t target = 0);
+
+// Highway targets compiled into this build that this CPU supports, best first.
+std::vector<int64_t> kernel_hwy_targets();
+const char* kernel_target_name(int64_t target);
+
+}  // namespace laya::kernels

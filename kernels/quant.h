@@ -1,0 +1,90 @@
+// Scalar number formats shared by every kernel family: IEEE half and bfloat16 conversions, and the
+// GGUF block formats (bit-compatible with ggml-common.h, so GGUF weights are used as they are).
+// Everything here is the reference definition; SIMD kernels must agree with it bit for bit where
+// the format is integer (quantize_row_*), and within the tolerance their tests name elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace laya::kernels {
+
+// ---- half / bfloat16 -------------------------------------------------------------------------
+
+float f16_to_f32(uint16_t h);
+// Round to nearest even; overflow -> inf; NaN stays NaN.
+uint16_t f32_to_f16(float f);
+
+inline float bf16_to_f32(uint16_t b) {
+  const uint32_t u = uint32_t{b} << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+// Round to nearest even (NaN stays a quiet NaN), as vcvtneps2bf16 does.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// ---- GGUF blocks of 32 -----------------------------------------------------------------------
+
+inline constexpr int kQK = 32;  // elements per block
+
+// x[i] = d * qs[i]
+struct BlockQ8_0 {
+  uint16_t d;  // f16
+  int8_t qs[kQK];
+};
+// x[i] = d * ((qs[i % 16] >> (4 * (i / 16))) & 15) - 8 * d: element i < 16 in the low nibble of
+// byte i, element 16 + i in its high nibble.
+struct BlockQ4_0 {
+  uint16_t d;  // f16
+  uint8_t qs[kQK / 2];
+};
+// x[i] = d * nibble_i + m (same nibble order as q4_0)
+struct BlockQ4_1 {
+  uint16_t d;  // f16
+  uint16_t m;  // f16
+  uint8_t qs[kQK / 2];
+};
+// Activation blocks (ggml's q8_1): qs = round(x / d); s = d * sum(qs) (f16), used by q4_1 dots.
+struct BlockQ8_1 {
+  uint16_t d;  // f16
+  uint16_t s;  // f16
+  int8_t qs[kQK];
+};
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 &&
+              sizeof(BlockQ8_1) == 36);
+
+// Quantize n values (n % 32 == 0) the way ggml's reference quantizers do (quantize_row_*_ref):
+//  q8_0: d = amax / 127, q = round(x / d)
+//  q4_0: d = max / -8 (max = the value of largest magnitude), q = min(15, (int8)(x / d + 8.5))
+//  q4_1: d = (max - min) / 15, m = min, q = min(15, (int8)((x - min) / d + 0.5))
+//  q8_1: as q8_0 plus s = d * sum(q)
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n);
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n);
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
+
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n);
+void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
+
+// ---- activation quantizers (the matmul kernels' on-the-fly side) ------------------------------
+
+// Like quantize_row_q8_0 / _q8_1 but rounding to nearest EVEN (what SIMD converts do), so the
+// reference and every SIMD kernel produce the same blocks bit for bit:
+//   d = amax / 127, id = d != 0 ? 1 / d : 0, q = nearbyint(x * id), stored d = f16(d).
+void quantize_act_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+void quantize_act_q8_1(const float* x, BlockQ8_1* y, int64_t n);
+
+// Symmetric int8 per row (activations per token, weights per output row):
+//   amax == 0: scale = 1, q = 0; else inv = 127 / amax, scale = amax / 127,
+//   q = clamp(nearbyint(x * inv), -127, 127). Returns the scale.
+float quantize_row_i8(const float* x, int8_t* q, int64_t n);
+
+}  // namespace laya::kernels

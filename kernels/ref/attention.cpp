@@ -1,0 +1,60 @@
+// Reference attention: for each (batch, head, query) a full pass over the keys in double.
+#include <cmath>
+#include <vector>
+
+#include "kernels/ref/ref.h"
+
+namespace laya::kernels::ref {
+
+uint64_t attention_scratch_bytes(const AttentionArgs& a, int) {
+  return static_cast<uint64_t>(a.kv_len) * sizeof(double) + 64;
+}
+
+void attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, void* scratch,
+               const ThreadPool*) {
+  double* p = static_cast<double*>(scratch);  // [kv_len] scores, then weights
+  const int32_t group = a.n_heads / a.n_kv_heads;
+  const int64_t hd = a.head_dim;
+  for (int64_t b = 0; b < a.batch; ++b) {
+    for (int32_t h = head_begin; h < head_end; ++h) {
+      const int32_t g = h / group;
+      for (int64_t i = 0; i < a.q_len; ++i) {
+        const float* q = a.q + b * a.q_batch_stride + i * a.q_row_stride + h * hd;
+        float* out = a.out + b * a.out_batch_stride + i * a.out_row_stride + h * hd;
+        const int64_t pos = a.kv_len - a.q_len + i;
+        double max = -INFINITY;
+        for (int64_t j = 0; j < a.kv_len; ++j) {
+          bool visible = a.key_mask == nullptr || a.key_mask[b * a.mask_batch_stride + j] != 0;
+          if (a.causal && j > pos) visible = false;
+          if (a.window >= 0 && (pos - j > a.window || j - pos > a.window)) visible = false;
+          if (!visible) {
+            p[j] = -INFINITY;
+            continue;
+          }
+          const float* k = a.k + b * a.k_batch_stride + j * a.k_row_stride + g * hd;
+          double s = 0;
+          for (int64_t d = 0; d < hd; ++d) s += double{q[d]} * double{k[d]};
+          p[j] = s * a.scale;
+          if (p[j] > max) max = p[j];
+        }
+        for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
+        if (max == -INFINITY) continue;  // no visible key: zeros
+        double sum = 0;
+        for (int64_t j = 0; j < a.kv_len; ++j) {
+          p[j] = p[j] == -INFINITY ? 0.0 : std::exp(p[j] - max);
+          sum += p[j];
+        }
+        for (int64_t d = 0; d < hd; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < a.kv_len; ++j) {
+            if (p[j] == 0.0) continue;
+            acc += p[j] * double{a.v[b * a.v_batch_stride + j * a.v_row_stride + g * hd + d]};
+          }
+          out[d] = static_cast<float>(acc / sum);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace laya::kernels::ref

@@ -1,0 +1,174 @@
+// Reference matmul for every weight type: y[m, n] = x[m, k] . W[n, k]^T + bias.
+// Float types: w dequantized exactly, x as given (bf16: x rounded to bf16 first, as vdpbf16ps
+// consumes it), products summed in double.
+// Integer types: x quantized on the fly exactly as the SIMD kernels must (quant.h), integer dot
+// products per block / row, then scaled in f32 in the order written here.
+#include <cstring>
+#include <vector>
+
+#include "kernels/quant.h"
+#include "kernels/ref/ref.h"
+
+namespace laya::kernels::ref {
+namespace {
+
+uint64_t row_bytes(WType t, int64_t k) {
+  switch (t) {
+    case WType::k_f32:
+      return 4 * k;
+    case WType::k_f16:
+    case WType::k_bf16:
+      return 2 * k;
+    case WType::k_i8:
+      return k;
+    case WType::k_q8_0:
+      return k / kQK * sizeof(BlockQ8_0);
+    case WType::k_q4_0:
+      return k / kQK * sizeof(BlockQ4_0);
+    case WType::k_q4_1:
+      return k / kQK * sizeof(BlockQ4_1);
+    case WType::kCount:
+      break;
+  }
+  return 0;
+}
+
+bool is_block(WType t) {
+  return t == WType::k_q8_0 || t == WType::k_q4_0 || t == WType::k_q4_1;
+}
+
+template <WType T>
+uint64_t packed_bytes(int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0 || (is_block(T) && k % kQK != 0)) return 0;
+  return row_bytes(T, k) * n + (T == WType::k_i8 ? 4 * n : 0);
+}
+
+template <WType T>
+void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
+  std::memcpy(dst, w, row_bytes(T, k) * n);
+  if (T == WType::k_i8)
+    std::memcpy(static_cast<uint8_t*>(dst) + row_bytes(T, k) * n, scales, 4 * n);
+}
+
+template <WType T>
+uint64_t scratch_bytes(int64_t, int64_t, int64_t k, int) {
+  // One quantized / converted activation row plus a dequantized weight row.
+  return 4 * k + sizeof(BlockQ8_1) * (k / kQK + 1) + 64;
+}
+
+// Dot product of activation row x (already in the type's activation form) with weight row j.
+template <WType T>
+float dot_row(const uint8_t* w, int64_t j, int64_t k, const float* x, const void* xq, float xs,
+              const float* wscales) {
+  const uint8_t* row = w + row_bytes(T, k) * j;
+  if constexpr (T == WType::k_f32 || T == WType::k_f16 || T == WType::k_bf16) {
+    double acc = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      float wv;
+      if constexpr (T == WType::k_f32) std::memcpy(&wv, row + 4 * i, 4);
+      uint16_t h;
+      if constexpr (T != WType::k_f32) std::memcpy(&h, row + 2 * i, 2);
+      if constexpr (T == WType::k_f16) wv = f16_to_f32(h);
+      if constexpr (T == WType::k_bf16) wv = bf16_to_f32(h);
+      acc += double{x[i]} * double{wv};
+    }
+    return static_cast<float>(acc);
+  } else if constexpr (T == WType::k_i8) {
+    const int8_t* q = static_cast<const int8_t*>(xq);
+    int32_t acc = 0;
+    for (int64_t i = 0; i < k; ++i) acc += int32_t{q[i]} * int32_t{static_cast<int8_t>(row[i])};
+    return static_cast<float>(acc) * xs * wscales[j];
+  } else if constexpr (T == WType::k_q8_0) {
+    const BlockQ8_0* wb = reinterpret_cast<const BlockQ8_0*>(row);
+    const BlockQ8_0* xb = static_cast<const BlockQ8_0*>(xq);
+    float sum = 0;
+    for (int64_t b = 0; b < k / kQK; ++b) {
+      int32_t isum = 0;
+      for (int i = 0; i < kQK; ++i) isum += int32_t{wb[b].qs[i]} * int32_t{xb[b].qs[i]};
+      sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum);
+    }
+    return sum;
+  } else if constexpr (T == WType::k_q4_0) {
+    const BlockQ4_0* wb = reinterpret_cast<const BlockQ4_0*>(row);
+    const BlockQ8_0* xb = static_cast<const BlockQ8_0*>(xq);
+    float sum = 0;
+    for (int64_t b = 0; b < k / kQK; ++b) {
+      int32_t isum = 0;
+      for (int i = 0; i < kQK / 2; ++i) {
+        isum += ((wb[b].qs[i] & 0x0f) - 8) * int32_t{xb[b].qs[i]};
+        isum += ((wb[b].qs[i] >> 4) - 8) * int32_t{xb[b].qs[i + kQK / 2]};
+      }
+      sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum);
+    }
+    return sum;
+  } else {  // q4_1
+    const BlockQ4_1* wb = reinterpret_cast<const BlockQ4_1*>(row);
+    const BlockQ8_1* xb = static_cast<const BlockQ8_1*>(xq);
+    float sum = 0;
+    for (int64_t b = 0; b < k / kQK; ++b) {
+      int32_t isum = 0;
+      for (int i = 0; i < kQK / 2; ++i) {
+        isum += (wb[b].qs[i] & 0x0f) * int32_t{xb[b].qs[i]};
+        isum += (wb[b].qs[i] >> 4) * int32_t{xb[b].qs[i + kQK / 2]};
+      }
+      sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum) +
+             f16_to_f32(wb[b].m) * f16_to_f32(xb[b].s);
+    }
+    return sum;
+  }
+}
+
+template <WType T>
+void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+         int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool*) {
+  const uint8_t* w = static_cast<const uint8_t*>(packed);
+  const float* wscales =
+      T == WType::k_i8 ? reinterpret_cast<const float*>(w + row_bytes(T, k) * n) : nullptr;
+  float* xconv = static_cast<float*>(scratch);  // k floats (bf16-rounded x)
+  void* xq = reinterpret_cast<uint8_t*>(scratch) + 4 * k + 64 - (4 * k) % 64;
+  for (int64_t r = 0; r < m; ++r) {
+    const float* xr = x + r * ldx;
+    float xs = 1.0f;
+    if constexpr (T == WType::k_bf16) {
+      for (int64_t i = 0; i < k; ++i) xconv[i] = bf16_to_f32(f32_to_bf16(xr[i]));
+      xr = xconv;
+    } else if constexpr (T == WType::k_i8) {
+      xs = quantize_row_i8(xr, static_cast<int8_t*>(xq), k);
+    } else if constexpr (T == WType::k_q8_0 || T == WType::k_q4_0) {
+      quantize_act_q8_0(xr, static_cast<BlockQ8_0*>(xq), k);
+    } else if constexpr (T == WType::k_q4_1) {
+      quantize_act_q8_1(xr, static_cast<BlockQ8_1*>(xq), k);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = dot_row<T>(w, j, k, xr, xq, xs, wscales);
+      y[r * ldy + j] = bias ? v + bias[j] : v;
+    }
+  }
+}
+
+template <WType T>
+MatmulKernel make() {
+  MatmulKernel kern;
+  kern.packed_bytes = packed_bytes<T>;
+  kern.pack = pack<T>;
+  kern.scratch_bytes = scratch_bytes<T>;
+  kern.run = run<T>;
+  return kern;
+}
+
+}  // namespace
+
+MatmulKernel matmul_kernel(WType type) {
+  switch (type) {
+#define MATMUL_WTYPE(name) \
+  case WType::k_##name:    \
+    return make<WType::k_##name>();
+#include "kernels/matmul.inc"
+#undef MATMUL_WTYPE
+    case WType::kCount:
+      break;
+  }
+  return MatmulKernel{};
+}
+
+}  // namespace laya::kernels::ref
