@@ -1,0 +1,209 @@
+#include "ir/builder.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "ir/shape_infer.h"
+
+namespace laya::ir {
+
+namespace {
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+
+}  // namespace
+
+int GraphBuilder::symbol(const std::string& name, int64_t min, int64_t max) {
+  if (!ok()) return 0;
+  if (graph_.symbols.size() >= static_cast<size_t>(kMaxSymbols)) {
+    fail(status_error(StatusCode::kGraphInvalid, "more than %d symbols", kMaxSymbols));
+    return 0;
+  }
+  if (graph_.find_symbol(name) >= 0) {
+    fail(status_error(StatusCode::kGraphInvalid, "symbol '%s' defined twice", name.c_str()));
+    return 0;
+  }
+  graph_.symbols.push_back(Symbol{name, min, max});
+  return static_cast<int>(graph_.symbols.size() - 1);
+}
+
+ValueId GraphBuilder::input(const std::string& name, DType dtype, const Shape& shape,
+                            InputRole role) {
+  if (!ok()) return kNoValue;
+  Value v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = shape;
+  v.kind = ValueKind::kInput;
+  v.role = role;
+  graph_.values.push_back(std::move(v));
+  const ValueId id = static_cast<ValueId>(graph_.values.size() - 1);
+  graph_.inputs.push_back(id);
+  return id;
+}
+
+ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& shape,
+                             const void* data, uint64_t nbytes, Quant quant) {
+  if (!ok()) return kNoValue;
+  if (!shape.is_fixed()) {
+    fail(status_error(StatusCode::kGraphShapeMismatch, "weight '%s' needs a fixed shape",
+                      name.c_str()));
+    return kNoValue;
+  }
+  Result<int64_t> count = shape_max_count(shape, graph_.symbols);
+  if (!count.is_ok()) {
+    fail(count.status());
+    return kNoValue;
+  }
+  Result<uint64_t> need = dtype_bytes(dtype, *count);
+  if (!need.is_ok()) {
+    fail(need.status());
+    return kNoValue;
+  }
+  if (*need != nbytes) {
+    fail(status_error(StatusCode::kFileSizeMismatch, "weight '%s': %llu bytes given, %llu needed",
+                      name.c_str(), static_cast<unsigned long long>(nbytes),
+                      static_cast<unsigned long long>(*need)));
+    return kNoValue;
+  }
+  Value v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = shape;
+  v.quant = std::move(quant);
+  v.kind = ValueKind::kWeight;
+  if (nbytes > 0) {
+    const size_t alloc = (nbytes + 63) / 64 * 64;
+    std::shared_ptr<void> mem(std::aligned_alloc(64, alloc), AlignedFree());
+    std::memcpy(mem.get(), data, nbytes);
+    v.data = static_cast<const uint8_t*>(mem.get());
+    graph_.keepalive.push_back(std::move(mem));
+  }
+  v.nbytes = nbytes;
+  graph_.values.push_back(std::move(v));
+  return static_cast<ValueId>(graph_.values.size() - 1);
+}
+
+std::vector<ValueId> GraphBuilder::node(Op op, const std::vector<ValueId>& inputs,
+                                        const Attrs& attrs, const std::string& name) {
+  if (!ok()) return {};
+  Node n;
+  n.op = op;
+  n.attrs = attrs;
+  for (ValueId v : inputs)
+    if (v != kNoValue) n.inputs.push_back(v);
+  const NodeId id = static_cast<NodeId>(graph_.nodes.size());
+  n.name = name.empty() ? std::string(op_name(op)) + "_" + std::to_string(id) : name;
+  const int n_out =
+      op_info(op).n_outputs >= 0 ? op_info(op).n_outputs : static_cast<int>(attrs.sizes.size());
+  // Reserve output ids so shape inference sees a well-formed node.
+  for (int i = 0; i < n_out; ++i)
+    n.outputs.push_back(static_cast<ValueId>(graph_.values.size() + i));
+  graph_.nodes.push_back(n);
+  std::vector<InferredOutput> inferred;
+  Status s = infer_node(graph_, graph_.nodes.back(), &inferred);
+  if (!s.is_ok()) {
+    graph_.nodes.pop_back();
+    fail(std::move(s));
+    return {};
+  }
+  for (int i = 0; i < n_out; ++i) {
+    Value v;
+    v.name = n_out == 1 ? n.name : n.name + "." + std::to_string(i);
+    v.dtype = inferred[i].dtype;
+    v.shape = inferred[i].shape;
+    v.kind = ValueKind::kActivation;
+    v.producer = id;
+    graph_.values.push_back(std::move(v));
+  }
+  return graph_.nodes.back().outputs;
+}
+
+ValueId GraphBuilder::node1(Op op, const std::vector<ValueId>& inputs, const Attrs& attrs,
+                            const std::string& name) {
+  std::vector<ValueId> out = node(op, inputs, attrs, name);
+  return out.size() == 1 ? out[0] : kNoValue;
+}
+
+ValueId GraphBuilder::embedding(ValueId table, ValueId ids, const std::string& name) {
+  return node1(Op::k_embedding, {table, ids}, {}, name);
+}
+ValueId GraphBuilder::matmul(ValueId x, ValueId w, ValueId bias, const std::string& name) {
+  return node1(Op::k_matmul, {x, w, bias}, {}, name);
+}
+ValueId GraphBuilder::add(ValueId a, ValueId b, const std::string& name) {
+  return node1(Op::k_add, {a, b}, {}, name);
+}
+ValueId GraphBuilder::mul(ValueId a, ValueId b, const std::string& name) {
+  return node1(Op::k_mul, {a, b}, {}, name);
+}
+ValueId GraphBuilder::layernorm(ValueId x, ValueId gamma, ValueId beta, float eps,
+                                const std::string& name) {
+  Attrs a;
+  a.eps = eps;
+  return node1(Op::k_layernorm, {x, gamma, beta}, a, name);
+}
+ValueId GraphBuilder::rmsnorm(ValueId x, ValueId gamma, float eps, const std::string& name) {
+  Attrs a;
+  a.eps = eps;
+  return node1(Op::k_rmsnorm, {x, gamma}, a, name);
+}
+ValueId GraphBuilder::rope(ValueId x, ValueId positions, int32_t head_dim, float theta,
+                           RopeMode mode, int32_t rotary_dim, const std::string& name) {
+  Attrs a;
+  a.head_dim = head_dim;
+  a.rope_theta = theta;
+  a.rope_mode = mode;
+  a.rotary_dim = rotary_dim;
+  return node1(Op::k_rope, {x, positions}, a, name);
+}
+ValueId GraphBuilder::attention(ValueId q, ValueId k, ValueId v, ValueId key_mask,
+                                const Attrs& attrs, const std::string& name) {
+  return node1(Op::k_attention, {q, k, v, key_mask}, attrs, name);
+}
+ValueId GraphBuilder::gelu(ValueId x, ActKind act, const std::string& name) {
+  Attrs a;
+  a.act = act;
+  return node1(Op::k_gelu, {x}, a, name);
+}
+ValueId GraphBuilder::silu(ValueId x, const std::string& name) {
+  return node1(Op::k_silu, {x}, {}, name);
+}
+ValueId GraphBuilder::relu(ValueId x, const std::string& name) {
+  return node1(Op::k_relu, {x}, {}, name);
+}
+ValueId GraphBuilder::softmax(ValueId x, const std::string& name) {
+  return node1(Op::k_softmax, {x}, {}, name);
+}
+ValueId GraphBuilder::glu(ValueId x, ActKind act, const std::string& name) {
+  Attrs a;
+  a.act = act;
+  return node1(Op::k_glu, {x}, a, name);
+}
+std::vector<ValueId> GraphBuilder::split(ValueId x, const std::vector<int64_t>& sizes,
+                                         const std::string& name) {
+  Attrs a;
+  a.sizes = sizes;
+  return node(Op::k_split, {x}, a, name);
+}
+
+void GraphBuilder::output(ValueId v, const std::string& name) {
+  if (!ok()) return;
+  if (v >= graph_.values.size() || graph_.values[v].kind != ValueKind::kActivation) {
+    fail(status_error(StatusCode::kGraphInvalid, "output %u is not a node output", v));
+    return;
+  }
+  if (!name.empty()) graph_.values[v].name = name;
+  graph_.outputs.push_back(v);
+}
+
+Result<Graph> GraphBuilder::finish() && {
+  if (!ok()) return status_;
+  LAYA_RETURN_IF_ERROR(graph_verify(graph_));
+  return std::move(graph_);
+}
+
+}  // namespace laya::ir

@@ -1,0 +1,87 @@
+// GraphBuilder: the one way code constructs graphs (importers, tests, the tiny-model generator).
+//
+//   GraphBuilder b;
+//   int seq = b.symbol("seq", 1, 512);
+//   ValueId ids = b.input("ids", DType::k_i32, Shape::of({Dim::fixed(1), Dim::sym(seq)}),
+//                         InputRole::kTokenIds);
+//   ValueId emb = b.weight("tok_emb", DType::k_f32, Shape::fixed({vocab, d}), data, bytes);
+//   ValueId x = b.embedding(emb, ids);
+//   ...
+//   b.output(x, "hidden");
+//   Result<Graph> g = std::move(b).finish();
+//
+// Each node's output dtype and shape come from shape inference. Errors are sticky: after the first
+// failure every call returns kNoValue and finish() returns that first error, so building code can
+// chain calls without checking each one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace laya::ir {
+
+class GraphBuilder {
+ public:
+  // A symbolic dimension with inclusive bounds; returns its index (for Dim::sym).
+  int symbol(const std::string& name, int64_t min, int64_t max);
+
+  ValueId input(const std::string& name, DType dtype, const Shape& shape,
+                InputRole role = InputRole::kNone);
+
+  // A constant. Copies `nbytes` from `data` into graph-owned 64-byte-aligned storage; `nbytes`
+  // must equal the shape's element count in `dtype` (checked).
+  ValueId weight(const std::string& name, DType dtype, const Shape& shape, const void* data,
+                 uint64_t nbytes, Quant quant = {});
+
+  // A node with the given inputs and attributes; returns its outputs (named `name`, or
+  // "<op>_<node>" / "<name>.<i>" for several).
+  std::vector<ValueId> node(Op op, const std::vector<ValueId>& inputs, const Attrs& attrs = {},
+                            const std::string& name = "");
+  // A single-output node.
+  ValueId node1(Op op, const std::vector<ValueId>& inputs, const Attrs& attrs = {},
+                const std::string& name = "");
+
+  // Convenience wrappers (see ir/ops.inc for the semantics). Optional inputs: kNoValue.
+  ValueId embedding(ValueId table, ValueId ids, const std::string& name = "");
+  ValueId matmul(ValueId x, ValueId w, ValueId bias = kNoValue, const std::string& name = "");
+  ValueId add(ValueId a, ValueId b, const std::string& name = "");
+  ValueId mul(ValueId a, ValueId b, const std::string& name = "");
+  ValueId layernorm(ValueId x, ValueId gamma, ValueId beta, float eps,
+                    const std::string& name = "");
+  ValueId rmsnorm(ValueId x, ValueId gamma, float eps, const std::string& name = "");
+  ValueId rope(ValueId x, ValueId positions, int32_t head_dim, float theta,
+               RopeMode mode = kRopeNeox, int32_t rotary_dim = 0, const std::string& name = "");
+  // attrs: n_heads, n_kv_heads, head_dim, scale, mask, window.
+  ValueId attention(ValueId q, ValueId k, ValueId v, ValueId key_mask, const Attrs& attrs,
+                    const std::string& name = "");
+  ValueId gelu(ValueId x, ActKind act = kActGeluErf, const std::string& name = "");
+  ValueId silu(ValueId x, const std::string& name = "");
+  ValueId relu(ValueId x, const std::string& name = "");
+  ValueId softmax(ValueId x, const std::string& name = "");
+  ValueId glu(ValueId x, ActKind act, const std::string& name = "");
+  std::vector<ValueId> split(ValueId x, const std::vector<int64_t>& sizes,
+                             const std::string& name = "");
+
+  // Marks `v` (a node output) as a graph output, renaming it when `name` is given.
+  void output(ValueId v, const std::string& name = "");
+
+  Metadata& meta() { return graph_.meta; }
+  // The first error so far (ok if none).
+  const Status& status() const { return status_; }
+
+  // Verifies (graph_verify) and returns the graph.
+  Result<Graph> finish() &&;
+
+ private:
+  bool ok() const { return status_.is_ok(); }
+  void fail(Status s) {
+    if (status_.is_ok()) status_ = std::move(s);
+  }
+
+  Graph graph_;
+  Status status_;
+};
+
+}  // namespace laya::ir

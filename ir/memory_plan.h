@@ -1,0 +1,38 @@
+// The activation memory planner: liveness -> offsets in one arena.
+//
+// Every activation that is not a graph output (those live in caller buffers) gets a byte range in
+// one activation region. A value is live from the node that produces it to the last node that
+// reads it; two values whose live ranges intersect never share bytes. Placement is greedy by size
+// (largest first, each at the lowest aligned offset that fits between the already-placed buffers it
+// is live with), as TFLM's greedy planner does. Plans are made per shape bucket (the runtime calls
+// this once per bucket with the bucket's largest shapes) at prepare, never at execute.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace laya::ir {
+
+inline constexpr uint64_t kNotPlanned = UINT64_MAX;
+
+struct MemoryPlan {
+  uint64_t arena_bytes = 0;      // the peak: bytes of activation region this plan needs
+  uint64_t unshared_bytes = 0;   // what the same buffers would need without reuse (for reports)
+  std::vector<uint64_t> offset;  // per ValueId: byte offset in the arena, or kNotPlanned
+  std::vector<uint64_t> size;    // per ValueId: bytes reserved (0 when not planned)
+  std::vector<NodeId> first;     // per ValueId: producing node (planned values only)
+  std::vector<NodeId> last;      // per ValueId: last reading node (planned values only)
+};
+
+// `bytes[v]` is the size of value v at the planned shapes (values.size() entries; entries for
+// non-activations are ignored). `align` is a power of two (offsets and sizes are multiples of it).
+MemoryPlan memory_plan(const Graph& g, const std::vector<uint64_t>& bytes, uint64_t align = 64);
+
+// The plan's invariants: every planned buffer fits in the arena, is aligned, holds bytes[v], and
+// overlaps no buffer whose live range intersects its own. kInternal naming the pair otherwise.
+Status memory_plan_check(const Graph& g, const MemoryPlan& p, const std::vector<uint64_t>& bytes,
+                         uint64_t align = 64);
+
+}  // namespace laya::ir

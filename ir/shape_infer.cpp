@@ -1,0 +1,280 @@
+#include "ir/shape_infer.h"
+
+#include <string>
+
+namespace laya::ir {
+
+namespace {
+
+// Error helper: "node 12 'layer0.attn' (attention): <what>".
+struct Ctx {
+  const Graph& g;
+  const Node& n;
+  NodeId id;
+
+  Status err(StatusCode code, const std::string& what) const {
+    return status_error(code, "node %u '%s' (%s): %s", id, n.name.c_str(), op_name(n.op),
+                        what.c_str());
+  }
+  const Value& in(size_t i) const { return g.values[n.inputs[i]]; }
+  bool has(size_t i) const { return n.inputs.size() > i; }
+  std::string shp(const Shape& s) const { return shape_to_string(s, g.symbols); }
+  std::string dim(const Dim& d) const { return dim_to_string(d, g.symbols); }
+
+  Status want_dtype(size_t i, DType dt, const char* role) const {
+    if (in(i).dtype != dt)
+      return err(StatusCode::kGraphDtypeMismatch, std::string(role) + " '" + in(i).name + "' is " +
+                                                      dtype_name(in(i).dtype) + ", expected " +
+                                                      dtype_name(dt));
+    return Status::ok();
+  }
+  Status want_rank(size_t i, int lo, int hi, const char* role) const {
+    const int r = in(i).shape.rank;
+    if (r < lo || r > hi)
+      return err(StatusCode::kGraphShapeMismatch, std::string(role) + " '" + in(i).name +
+                                                      "' has rank " + std::to_string(r) +
+                                                      ", expected " + std::to_string(lo) +
+                                                      (lo == hi ? "" : ".." + std::to_string(hi)));
+    return Status::ok();
+  }
+  Status want_eq(const Dim& a, const Dim& b, const std::string& what) const {
+    if (!(a == b))
+      return err(StatusCode::kGraphShapeMismatch, what + ": " + dim(a) + " != " + dim(b));
+    return Status::ok();
+  }
+  // A fixed, positive last dimension (needed to split heads / halves).
+  Result<int64_t> fixed_last(size_t i, const char* role) const {
+    const Dim& d = in(i).shape.back();
+    if (!d.is_fixed() || d.c <= 0)
+      return err(StatusCode::kGraphShapeMismatch,
+                 std::string(role) + " needs a fixed last dimension, got " + dim(d));
+    return d.c;
+  }
+};
+
+Shape with_last(const Shape& s, Dim last) {
+  Shape r = s;
+  r.dims[r.rank - 1] = last;
+  return r;
+}
+
+bool is_suffix(const Shape& b, const Shape& a) {
+  if (b.rank > a.rank) return false;
+  for (int i = 0; i < b.rank; ++i)
+    if (!(b.dims[b.rank - 1 - i] == a.dims[a.rank - 1 - i])) return false;
+  return true;
+}
+
+}  // namespace
+
+bool weight_dtype_ok(DType dtype, const Quant& q) {
+  switch (dtype) {
+    case DType::k_f32:
+    case DType::k_f16:
+    case DType::k_bf16:
+      return q.kind == QuantKind::kNone;
+    case DType::k_i8:
+      if (!q.zero_points.empty()) {
+        for (int32_t z : q.zero_points)
+          if (z != 0) return false;
+      }
+      return q.kind == QuantKind::kPerTensor || (q.kind == QuantKind::kPerChannel && q.axis == 0);
+    case DType::k_q8_0:
+    case DType::k_q4_0:
+    case DType::k_q4_1:
+      return q.kind == QuantKind::kBlock;
+    default:
+      return false;
+  }
+}
+
+Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* out) {
+  const NodeId id = static_cast<NodeId>(&n - g.nodes.data());
+  const Ctx c{g, n, id < g.nodes.size() ? id : kNoNode};
+  const OpInfo& info = op_info(n.op);
+  const int n_in = static_cast<int>(n.inputs.size());
+  if (n_in < info.min_inputs || n_in > info.max_inputs)
+    return c.err(
+        StatusCode::kGraphInvalid,
+        std::to_string(n_in) + " inputs, expected " + std::to_string(info.min_inputs) +
+            (info.min_inputs == info.max_inputs ? "" : ".." + std::to_string(info.max_inputs)));
+  for (ValueId v : n.inputs)
+    if (v >= g.values.size())
+      return c.err(StatusCode::kGraphUndefinedValue,
+                   "input value id " + std::to_string(v) + " does not exist");
+  const size_t n_out =
+      info.n_outputs >= 0 ? static_cast<size_t>(info.n_outputs) : n.attrs.sizes.size();
+  if (n.outputs.size() != n_out)
+    return c.err(StatusCode::kGraphInvalid,
+                 std::to_string(n.outputs.size()) + " outputs, expected " + std::to_string(n_out));
+  if (n_out == 0) return c.err(StatusCode::kGraphBadAttribute, "split needs at least one size");
+  out->assign(n_out, InferredOutput{});
+  InferredOutput& o = (*out)[0];
+  const Attrs& a = n.attrs;
+
+  switch (n.op) {
+    case Op::k_embedding: {
+      const Value& table = c.in(0);
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 2, 2, "table"));
+      if (!weight_dtype_ok(table.dtype, table.quant))
+        return c.err(StatusCode::kGraphQuantMismatch,
+                     std::string("table dtype ") + dtype_name(table.dtype) + " with " +
+                         quant_kind_name(table.quant.kind) + " quantization is not supported");
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::k_i32, "ids"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(1, 0, kMaxRank - 1, "ids"));
+      o.shape = c.in(1).shape;
+      o.shape.dims[o.shape.rank++] = table.shape.dims[1];
+      return Status::ok();
+    }
+    case Op::k_matmul: {
+      const Value& w = c.in(1);
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(1, 2, 2, "weight"));
+      if (!weight_dtype_ok(w.dtype, w.quant))
+        return c.err(StatusCode::kGraphQuantMismatch,
+                     std::string("weight dtype ") + dtype_name(w.dtype) + " with " +
+                         quant_kind_name(w.quant.kind) + " quantization is not supported");
+      LAYA_RETURN_IF_ERROR(
+          c.want_eq(c.in(0).shape.back(), w.shape.dims[1], "x [..., K] vs w [N, K]"));
+      if (c.has(2)) {
+        LAYA_RETURN_IF_ERROR(c.want_dtype(2, DType::k_f32, "bias"));
+        LAYA_RETURN_IF_ERROR(c.want_rank(2, 1, 1, "bias"));
+        LAYA_RETURN_IF_ERROR(
+            c.want_eq(c.in(2).shape.dims[0], w.shape.dims[0], "bias [N] vs w [N, K]"));
+      }
+      o.shape = with_last(c.in(0).shape, w.shape.dims[0]);
+      return Status::ok();
+    }
+    case Op::k_add:
+    case Op::k_mul: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "a"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::k_f32, "b"));
+      if (!is_suffix(c.in(1).shape, c.in(0).shape))
+        return c.err(StatusCode::kGraphShapeMismatch,
+                     "b " + c.shp(c.in(1).shape) + " is not a suffix of a " + c.shp(c.in(0).shape));
+      o.shape = c.in(0).shape;
+      return Status::ok();
+    }
+    case Op::k_layernorm:
+    case Op::k_rmsnorm: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        const char* role = i == 1 ? "gamma" : "beta";
+        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::k_f32, role));
+        LAYA_RETURN_IF_ERROR(c.want_rank(i, 1, 1, role));
+        LAYA_RETURN_IF_ERROR(c.want_eq(c.in(i).shape.dims[0], c.in(0).shape.back(),
+                                       std::string(role) + " [D] vs x [..., D]"));
+      }
+      if (!(a.eps >= 0.0f)) return c.err(StatusCode::kGraphBadAttribute, "eps must be >= 0");
+      o.shape = c.in(0).shape;
+      return Status::ok();
+    }
+    case Op::k_rope: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 3, 3, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::k_i32, "positions"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(1, 2, 2, "positions"));
+      LAYA_RETURN_IF_ERROR(
+          c.want_eq(c.in(1).shape.dims[0], c.in(0).shape.dims[0], "batch of positions vs x"));
+      LAYA_RETURN_IF_ERROR(
+          c.want_eq(c.in(1).shape.dims[1], c.in(0).shape.dims[1], "seq of positions vs x"));
+      LAYA_ASSIGN_OR_RETURN(const int64_t width, c.fixed_last(0, "x"));
+      if (a.head_dim <= 0 || width % a.head_dim != 0)
+        return c.err(
+            StatusCode::kGraphBadAttribute,
+            "head_dim " + std::to_string(a.head_dim) + " does not divide " + std::to_string(width));
+      const int32_t rot = a.rotary_dim == 0 ? a.head_dim : a.rotary_dim;
+      if (rot <= 0 || rot > a.head_dim || rot % 2 != 0)
+        return c.err(StatusCode::kGraphBadAttribute, "rotary_dim " + std::to_string(a.rotary_dim) +
+                                                         " must be even and <= head_dim");
+      if (a.rope_mode != kRopeNeox && a.rope_mode != kRopeGptj)
+        return c.err(StatusCode::kGraphBadAttribute, "rope_mode " + std::to_string(a.rope_mode));
+      if (!(a.rope_theta > 0.0f))
+        return c.err(StatusCode::kGraphBadAttribute, "rope_theta must be > 0");
+      o.shape = c.in(0).shape;
+      return Status::ok();
+    }
+    case Op::k_attention: {
+      for (size_t i = 0; i < 3; ++i) {
+        const char* role = i == 0 ? "q" : i == 1 ? "k" : "v";
+        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::k_f32, role));
+        LAYA_RETURN_IF_ERROR(c.want_rank(i, 3, 3, role));
+      }
+      if (a.n_heads <= 0 || a.n_kv_heads <= 0 || a.head_dim <= 0 || a.n_heads % a.n_kv_heads != 0)
+        return c.err(StatusCode::kGraphBadAttribute,
+                     "n_heads " + std::to_string(a.n_heads) + ", n_kv_heads " +
+                         std::to_string(a.n_kv_heads) + ", head_dim " + std::to_string(a.head_dim) +
+                         ": need positive values with n_heads % n_kv_heads == 0");
+      const Shape &q = c.in(0).shape, &k = c.in(1).shape, &v = c.in(2).shape;
+      LAYA_RETURN_IF_ERROR(c.want_eq(q.dims[2], Dim::fixed(int64_t{a.n_heads} * a.head_dim),
+                                     "q width vs n_heads * head_dim"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(k.dims[2], Dim::fixed(int64_t{a.n_kv_heads} * a.head_dim),
+                                     "k width vs n_kv_heads * head_dim"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[2], k.dims[2], "v width vs k width"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(k.dims[0], q.dims[0], "k batch vs q batch"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[0], q.dims[0], "v batch vs q batch"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[1], k.dims[1], "v length vs k length"));
+      if (c.has(3)) {
+        LAYA_RETURN_IF_ERROR(c.want_dtype(3, DType::k_i32, "key_mask"));
+        LAYA_RETURN_IF_ERROR(c.want_rank(3, 2, 2, "key_mask"));
+        LAYA_RETURN_IF_ERROR(
+            c.want_eq(c.in(3).shape.dims[0], q.dims[0], "key_mask batch vs q batch"));
+        LAYA_RETURN_IF_ERROR(
+            c.want_eq(c.in(3).shape.dims[1], k.dims[1], "key_mask length vs k length"));
+      }
+      if (a.mask != kMaskNone && a.mask != kMaskCausal)
+        return c.err(StatusCode::kGraphBadAttribute, "mask " + std::to_string(a.mask));
+      if (a.window < -1) return c.err(StatusCode::kGraphBadAttribute, "window must be >= -1");
+      if (!(a.scale >= 0.0f)) return c.err(StatusCode::kGraphBadAttribute, "scale must be >= 0");
+      o.shape = q;
+      return Status::ok();
+    }
+    case Op::k_gelu:
+      if (a.act != kActGeluErf && a.act != kActGeluTanh)
+        return c.err(StatusCode::kGraphBadAttribute, "gelu act must be erf (0) or tanh (1)");
+      [[fallthrough]];
+    case Op::k_silu:
+    case Op::k_relu:
+    case Op::k_softmax:
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
+      o.shape = c.in(0).shape;
+      return Status::ok();
+    case Op::k_glu: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
+      LAYA_ASSIGN_OR_RETURN(const int64_t width, c.fixed_last(0, "x"));
+      if (width % 2 != 0)
+        return c.err(StatusCode::kGraphShapeMismatch,
+                     "last dimension " + std::to_string(width) + " is odd");
+      if (a.act < kActGeluErf || a.act > kActRelu)
+        return c.err(StatusCode::kGraphBadAttribute, "act " + std::to_string(a.act));
+      o.shape = with_last(c.in(0).shape, Dim::fixed(width / 2));
+      return Status::ok();
+    }
+    case Op::k_split: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
+      LAYA_ASSIGN_OR_RETURN(const int64_t width, c.fixed_last(0, "x"));
+      if (a.sizes.empty()) return c.err(StatusCode::kGraphBadAttribute, "sizes is empty");
+      int64_t sum = 0;
+      for (size_t i = 0; i < a.sizes.size(); ++i) {
+        if (a.sizes[i] <= 0) return c.err(StatusCode::kGraphBadAttribute, "sizes must be positive");
+        sum += a.sizes[i];
+        (*out)[i].shape = with_last(c.in(0).shape, Dim::fixed(a.sizes[i]));
+      }
+      if (sum != width)
+        return c.err(
+            StatusCode::kGraphBadAttribute,
+            "sizes sum to " + std::to_string(sum) + ", last dimension is " + std::to_string(width));
+      return Status::ok();
+    }
+    case Op::kCount:
+      break;
+  }
+  return c.err(StatusCode::kGraphUnknownOp, "unknown op");
+}
+
+}  // namespace laya::ir
