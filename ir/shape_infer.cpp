@@ -262,7 +262,8 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       int64_t sum = 0;
       for (size_t i = 0; i < a.sizes.size(); ++i) {
         if (a.sizes[i] <= 0) return c.err(StatusCode::kGraphBadAttribute, "sizes must be positive");
-        sum += a.sizes[i];
+        if (__builtin_add_overflow(sum, a.sizes[i], &sum))
+          return c.err(StatusCode::kGraphBadAttribute, "sizes overflow when summed");
         (*out)[i].shape = with_last(c.in(0).shape, Dim::fixed(a.sizes[i]));
       }
       if (sum != width)

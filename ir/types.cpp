@@ -80,13 +80,13 @@ std::string dim_to_string(const Dim& d, const std::vector<Symbol>& symbols) {
       s += k < 0 ? " - " : " + ";
     else if (k < 0)
       s += "-";
-    const int32_t a = k < 0 ? -k : k;
+    const int64_t a = k < 0 ? -int64_t{k} : k;  // int64: -INT32_MIN must not overflow
     if (a != 1) s += std::to_string(a) + " * ";
     s += name;
   }
   if (s.empty()) return std::to_string(d.c);
   if (d.c > 0) s += " + " + std::to_string(d.c);
-  if (d.c < 0) s += " - " + std::to_string(-d.c);
+  if (d.c < 0) s += " - " + std::to_string(0 - static_cast<uint64_t>(d.c));  // no -INT64_MIN
   return s;
 }
 
