@@ -1,0 +1,222 @@
+// model_write: Graph -> .laya (layout in ir/model_file.h). The FlatBuffer is built in memory (it
+// holds no weight bytes); weights and blobs are streamed from the graph straight into the file.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ir/laya_generated.h"
+#include "ir/model_file.h"
+
+namespace laya::ir {
+
+namespace {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+uint64_t align_up(uint64_t x) {
+  return (x + kModelAlignment - 1) / kModelAlignment * kModelAlignment;
+}
+
+// A byte range of the graph that goes into the weight section.
+struct Piece {
+  const uint8_t* data;
+  uint64_t size;
+  uint64_t offset;  // relative to the section
+};
+
+// Places blobs one after the other, each at a multiple of kModelAlignment.
+struct SectionPlan {
+  std::vector<Piece> pieces;
+  uint64_t end = 0;
+
+  fb::Extent place(const uint8_t* data, uint64_t size) {
+    const uint64_t offset = align_up(end);
+    pieces.push_back(Piece{data, size, offset});
+    end = offset + size;
+    return fb::Extent(offset, size);
+  }
+};
+
+Offset<flatbuffers::String> str(FlatBufferBuilder& b, const std::string& s) {
+  return b.CreateString(s);
+}
+
+Offset<fb::Value> write_value(FlatBufferBuilder& b, const Value& v, const fb::Extent* data) {
+  std::vector<int64_t> dims;
+  std::vector<fb::DimTerm> terms;
+  for (int d = 0; d < v.shape.rank; ++d) {
+    dims.push_back(v.shape.dims[d].c);
+    for (int s = 0; s < kMaxSymbols; ++s)
+      if (v.shape.dims[d].coef[s] != 0)
+        terms.emplace_back(static_cast<uint8_t>(d), static_cast<uint8_t>(s),
+                           v.shape.dims[d].coef[s]);
+  }
+  Offset<fb::Quant> quant = 0;
+  if (!(v.quant == Quant{}))
+    quant = fb::CreateQuant(b, static_cast<fb::QuantKind>(v.quant.kind), v.quant.axis,
+                            b.CreateVector(v.quant.scales), b.CreateVector(v.quant.zero_points));
+  const auto name = str(b, v.name);
+  const auto shape = b.CreateVector(dims);
+  const auto shape_terms = b.CreateVectorOfStructs(terms);
+  return fb::CreateValue(b, name, static_cast<fb::DType>(v.dtype),
+                         static_cast<fb::ValueKind>(v.kind), static_cast<fb::InputRole>(v.role),
+                         shape, shape_terms, quant, data);
+}
+
+Offset<fb::Node> write_node(FlatBufferBuilder& b, const Node& n) {
+  const auto name = str(b, n.name);
+  const auto inputs = b.CreateVector(n.inputs);
+  const auto outputs = b.CreateVector(n.outputs);
+  const auto sizes = b.CreateVector(n.attrs.sizes);
+  fb::AttrsBuilder ab(b);
+#define ATTR(type, name, def) ab.add_##name(n.attrs.name);
+#include "ir/attrs.inc"
+#undef ATTR
+  ab.add_sizes(sizes);
+  const auto attrs = ab.Finish();
+  return fb::CreateNode(b, static_cast<fb::Op>(n.op), name, inputs, outputs, attrs);
+}
+
+Offset<fb::Metadata> write_metadata(FlatBufferBuilder& b, const Metadata& m, SectionPlan* plan) {
+  Offset<fb::DecisionConfig> decision = 0;
+  if (m.decision.present) {
+    const DecisionConfig& d = m.decision;
+    std::vector<Offset<fb::OptionTemperature>> by_options;
+    for (const auto& [key, t] : d.temperature_by_options)
+      by_options.push_back(fb::CreateOptionTemperature(b, str(b, key), t));
+    const auto by_options_vec = b.CreateVector(by_options);
+    const auto act_costs = b.CreateVector(d.act_costs);
+    decision =
+        fb::CreateDecisionConfig(b, d.max_len, d.head_max_len, d.head_layers, d.temperature[0],
+                                 d.temperature[1], d.temperature[2], by_options_vec, act_costs);
+  }
+  std::vector<Offset<fb::SourceFile>> files;
+  for (const SourceFile& f : m.provenance.files)
+    files.push_back(fb::CreateSourceFile(b, str(b, f.name), str(b, f.sha256)));
+  const auto files_vec = b.CreateVector(files);
+  const auto provenance = fb::CreateProvenance(b, str(b, m.provenance.source),
+                                               str(b, m.provenance.converter_version), files_vec);
+  std::vector<Offset<fb::Property>> props;
+  for (const auto& [key, value] : m.properties)
+    props.push_back(fb::CreateProperty(b, str(b, key), str(b, value)));
+  const auto props_vec = b.CreateVector(props);
+  std::vector<Offset<fb::Executable>> exes;
+  for (const PrecompiledExecutable& e : m.executables) {
+    const fb::Extent extent = plan->place(e.bytes.data, e.bytes.size);
+    exes.push_back(fb::CreateExecutable(b, str(b, e.backend), str(b, e.subgraph), &extent));
+  }
+  const auto exes_vec = b.CreateVector(exes);
+  fb::Extent tokenizer;
+  const bool has_tokenizer = m.tokenizer.size > 0;
+  if (has_tokenizer) tokenizer = plan->place(m.tokenizer.data, m.tokenizer.size);
+  const auto architecture = str(b, m.architecture);
+  const auto tokenizer_kind = str(b, m.tokenizer_kind);
+  const auto chat_template = str(b, m.chat_template);
+  return fb::CreateMetadata(b, architecture, tokenizer_kind, has_tokenizer ? &tokenizer : nullptr,
+                            decision, chat_template, provenance, props_vec, exes_vec);
+}
+
+Status io_error(const char* what, const std::string& path) {
+  return status_error(StatusCode::kIoError, "%s '%s': %s", what, path.c_str(),
+                      std::strerror(errno));
+}
+
+Status write_all(int fd, const uint8_t* p, uint64_t n, const std::string& path) {
+  while (n > 0) {
+    const size_t chunk = n < (uint64_t{1} << 30) ? static_cast<size_t>(n) : size_t{1} << 30;
+    const ssize_t w = ::write(fd, p, chunk);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return io_error("cannot write", path);
+    }
+    p += w;
+    n -= static_cast<uint64_t>(w);
+  }
+  return Status::ok();
+}
+
+Status write_zeros(int fd, uint64_t n, const std::string& path) {
+  static const uint8_t kZeros[kModelAlignment] = {};
+  if (n > sizeof kZeros)
+    return status_error(StatusCode::kInternal, "padding of %llu bytes",
+                        static_cast<unsigned long long>(n));
+  return write_all(fd, kZeros, n, path);
+}
+
+// Writes the whole image to `fd`: FlatBuffer, padding, then every piece at its offset.
+Status write_image(int fd, const uint8_t* fb_data, uint64_t fb_total, uint64_t weights_offset,
+                   const SectionPlan& plan, const std::string& path) {
+  LAYA_RETURN_IF_ERROR(write_all(fd, fb_data, fb_total, path));
+  LAYA_RETURN_IF_ERROR(write_zeros(fd, weights_offset - fb_total, path));
+  uint64_t pos = 0;  // within the section
+  for (const Piece& p : plan.pieces) {
+    LAYA_RETURN_IF_ERROR(write_zeros(fd, p.offset - pos, path));
+    LAYA_RETURN_IF_ERROR(write_all(fd, p.data, p.size, path));
+    pos = p.offset + p.size;
+  }
+  if (::fsync(fd) != 0) return io_error("cannot sync", path);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status model_write(const Graph& g, const std::string& path) {
+  Status valid = graph_verify(g);
+  if (!valid.is_ok())
+    return Status(valid.code(),
+                  "refusing to write an invalid graph to '" + path + "': " + valid.message());
+
+  // Plan the weight section and build the FlatBuffer (every scalar stored, even at its default,
+  // so weights_offset can be patched in once the FlatBuffer's size is known).
+  SectionPlan plan;
+  FlatBufferBuilder b(1 << 16);
+  b.ForceDefaults(true);
+
+  std::vector<Offset<fb::Symbol>> symbols;
+  for (const Symbol& s : g.symbols)
+    symbols.push_back(fb::CreateSymbol(b, str(b, s.name), s.min, s.max));
+  const auto symbols_vec = b.CreateVector(symbols);
+  std::vector<Offset<fb::Value>> values;
+  for (const Value& v : g.values) {
+    if (v.kind == ValueKind::kWeight) {
+      const fb::Extent extent = plan.place(v.data, v.nbytes);
+      values.push_back(write_value(b, v, &extent));
+    } else {
+      values.push_back(write_value(b, v, nullptr));
+    }
+  }
+  const auto values_vec = b.CreateVector(values);
+  std::vector<Offset<fb::Node>> nodes;
+  for (const Node& n : g.nodes) nodes.push_back(write_node(b, n));
+  const auto nodes_vec = b.CreateVector(nodes);
+  const auto inputs_vec = b.CreateVector(g.inputs);
+  const auto outputs_vec = b.CreateVector(g.outputs);
+  const auto meta = write_metadata(b, g.meta, &plan);
+  const auto root =
+      fb::CreateModel(b, kModelFormatMajor, kModelFormatMinor, /*weights_offset=*/0, plan.end,
+                      symbols_vec, values_vec, nodes_vec, inputs_vec, outputs_vec, meta);
+  fb::FinishSizePrefixedModelBuffer(b, root);
+  const uint64_t fb_total = b.GetSize();
+  const uint64_t weights_offset = align_up(fb_total);
+  if (!fb::GetMutableSizePrefixedModel(b.GetBufferPointer())->mutate_weights_offset(weights_offset))
+    return status_error(StatusCode::kInternal, "weights_offset field missing from the FlatBuffer");
+
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error("cannot create", tmp);
+  Status s = write_image(fd, b.GetBufferPointer(), fb_total, weights_offset, plan, tmp);
+  if (::close(fd) != 0 && s.is_ok()) s = io_error("cannot close", tmp);
+  if (s.is_ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    s = status_error(StatusCode::kIoError, "cannot rename '%s' to '%s': %s", tmp.c_str(),
+                     path.c_str(), std::strerror(errno));
+  if (!s.is_ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+}  // namespace laya::ir
