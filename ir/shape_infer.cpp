@@ -90,6 +90,9 @@ bool weight_dtype_ok(DType dtype, const Quant& q) {
 
 Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* out) {
   const NodeId id = static_cast<NodeId>(&n - g.nodes.data());
+  if (!op_is_valid(static_cast<uint32_t>(n.op)))
+    return status_error(StatusCode::kGraphUnknownOp, "node %u '%s': op %u is unknown", id,
+                        n.name.c_str(), static_cast<unsigned>(n.op));
   const Ctx c{g, n, id < g.nodes.size() ? id : kNoNode};
   const OpInfo& info = op_info(n.op);
   const int n_in = static_cast<int>(n.inputs.size());
@@ -262,7 +265,8 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       int64_t sum = 0;
       for (size_t i = 0; i < a.sizes.size(); ++i) {
         if (a.sizes[i] <= 0) return c.err(StatusCode::kGraphBadAttribute, "sizes must be positive");
-        sum += a.sizes[i];
+        if (__builtin_add_overflow(sum, a.sizes[i], &sum))
+          return c.err(StatusCode::kGraphBadAttribute, "sizes overflow");
         (*out)[i].shape = with_last(c.in(0).shape, Dim::fixed(a.sizes[i]));
       }
       if (sum != width)
