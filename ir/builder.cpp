@@ -69,6 +69,11 @@ ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& 
                       static_cast<unsigned long long>(*need)));
     return kNoValue;
   }
+  if (nbytes > 0 && data == nullptr) {
+    fail(status_error(StatusCode::kInvalidArgument, "weight '%s': %llu bytes but no data",
+                      name.c_str(), static_cast<unsigned long long>(nbytes)));
+    return kNoValue;
+  }
   Value v;
   v.name = name;
   v.dtype = dtype;
@@ -78,6 +83,11 @@ ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& 
   if (nbytes > 0) {
     const size_t alloc = (nbytes + 63) / 64 * 64;
     std::shared_ptr<void> mem(std::aligned_alloc(64, alloc), AlignedFree());
+    if (!mem) {
+      fail(status_error(StatusCode::kResourceExhausted, "weight '%s': cannot allocate %llu bytes",
+                        name.c_str(), static_cast<unsigned long long>(nbytes)));
+      return kNoValue;
+    }
     std::memcpy(mem.get(), data, nbytes);
     v.data = static_cast<const uint8_t*>(mem.get());
     graph_.keepalive.push_back(std::move(mem));
@@ -90,13 +100,28 @@ ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& 
 std::vector<ValueId> GraphBuilder::node(Op op, const std::vector<ValueId>& inputs,
                                         const Attrs& attrs, const std::string& name) {
   if (!ok()) return {};
+  if (!op_is_valid(static_cast<uint32_t>(op))) {
+    fail(status_error(StatusCode::kGraphUnknownOp, "node %zu '%s': op %u is unknown",
+                      graph_.nodes.size(), name.c_str(), static_cast<unsigned>(op)));
+    return {};
+  }
   Node n;
   n.op = op;
   n.attrs = attrs;
-  for (ValueId v : inputs)
-    if (v != kNoValue) n.inputs.push_back(v);
   const NodeId id = static_cast<NodeId>(graph_.nodes.size());
   n.name = name.empty() ? std::string(op_name(op)) + "_" + std::to_string(id) : name;
+  // Absent optional inputs are trailing: a kNoValue followed by a real input would shift that
+  // input into the wrong slot.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] != kNoValue) {
+      if (n.inputs.size() != i) {
+        fail(status_error(StatusCode::kInvalidArgument, "node %u '%s' (%s): input %zu is missing",
+                          id, n.name.c_str(), op_name(op), n.inputs.size()));
+        return {};
+      }
+      n.inputs.push_back(inputs[i]);
+    }
+  }
   const int n_out =
       op_info(op).n_outputs >= 0 ? op_info(op).n_outputs : static_cast<int>(attrs.sizes.size());
   // Reserve output ids so shape inference sees a well-formed node.
@@ -124,6 +149,20 @@ std::vector<ValueId> GraphBuilder::node(Op op, const std::vector<ValueId>& input
 
 ValueId GraphBuilder::node1(Op op, const std::vector<ValueId>& inputs, const Attrs& attrs,
                             const std::string& name) {
+  if (!ok()) return kNoValue;
+  if (op_is_valid(static_cast<uint32_t>(op))) {
+    const int n_out =
+        op_info(op).n_outputs >= 0 ? op_info(op).n_outputs : static_cast<int>(attrs.sizes.size());
+    if (n_out != 1) {
+      const std::string shown =
+          name.empty() ? std::string(op_name(op)) + "_" + std::to_string(graph_.nodes.size())
+                       : name;
+      fail(status_error(StatusCode::kInvalidArgument,
+                        "node %zu '%s' (%s) has %d outputs; node1 needs exactly one",
+                        graph_.nodes.size(), shown.c_str(), op_name(op), n_out));
+      return kNoValue;
+    }
+  }
   std::vector<ValueId> out = node(op, inputs, attrs, name);
   return out.size() == 1 ? out[0] : kNoValue;
 }

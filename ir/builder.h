@@ -36,10 +36,11 @@ class GraphBuilder {
                  uint64_t nbytes, Quant quant = {});
 
   // A node with the given inputs and attributes; returns its outputs (named `name`, or
-  // "<op>_<node>" / "<name>.<i>" for several).
+  // "<op>_<node>" / "<name>.<i>" for several). An absent optional input is kNoValue; absent inputs
+  // must be trailing (kInvalidArgument when a real input follows one).
   std::vector<ValueId> node(Op op, const std::vector<ValueId>& inputs, const Attrs& attrs = {},
                             const std::string& name = "");
-  // A single-output node.
+  // A single-output node; kInvalidArgument when `op` (with `attrs.sizes`) has another output count.
   ValueId node1(Op op, const std::vector<ValueId>& inputs, const Attrs& attrs = {},
                 const std::string& name = "");
 

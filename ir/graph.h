@@ -178,7 +178,8 @@ Status graph_verify(const Graph& g);
 // Used by the round-trip tests; `why` (optional) receives the first difference.
 bool graph_equal(const Graph& a, const Graph& b, std::string* why = nullptr);
 
-// Human-readable dump: symbols, inputs, weights (dtype, shape, quant), one line per node, outputs.
+// Human-readable dump: symbols, inputs, weights (dtype, shape, quant), one line per node (outputs,
+// op, inputs, non-default attributes, every output's type), outputs. Expects a verified graph.
 std::string graph_print(const Graph& g);
 
 // Number of parameters (weight elements) and bytes per dtype.

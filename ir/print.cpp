@@ -76,7 +76,8 @@ std::string graph_print(const Graph& g) {
     for (ValueId v : n.inputs) ins += (ins.empty() ? "" : ", ") + value_ref(g, v);
     out += "  #" + std::to_string(i) + " " + outs + " = " + op_name(n.op) + "(" + ins + ")" +
            attrs_str(n.attrs);
-    if (!n.outputs.empty()) out += " -> " + type_str(g, g.values[n.outputs[0]]);
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      out += (k ? ", " : " -> ") + type_str(g, g.values[n.outputs[k]]);
     if (!n.name.empty()) out += "  [" + n.name + "]";
     out += "\n";
   }

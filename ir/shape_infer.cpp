@@ -90,6 +90,9 @@ bool weight_dtype_ok(DType dtype, const Quant& q) {
 
 Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* out) {
   const NodeId id = static_cast<NodeId>(&n - g.nodes.data());
+  if (!op_is_valid(static_cast<uint32_t>(n.op)))
+    return status_error(StatusCode::kGraphUnknownOp, "node %u '%s': op %u is unknown", id,
+                        n.name.c_str(), static_cast<unsigned>(n.op));
   const Ctx c{g, n, id < g.nodes.size() ? id : kNoNode};
   const OpInfo& info = op_info(n.op);
   const int n_in = static_cast<int>(n.inputs.size());

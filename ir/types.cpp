@@ -52,18 +52,34 @@ Result<uint64_t> dtype_bytes(DType dtype, int64_t n_elems) {
   return bytes;
 }
 
-int64_t dim_min(const Dim& d, const std::vector<Symbol>& symbols) {
+namespace {
+
+// c + sum_i coef[i] * (the bound of symbol i that minimizes / maximizes the term). False when the
+// value does not fit in int64 (possible only with bounds near the int64 limits).
+bool dim_bound(const Dim& d, const std::vector<Symbol>& symbols, bool want_max, int64_t* out) {
   int64_t v = d.c;
-  for (size_t i = 0; i < symbols.size() && i < kMaxSymbols; ++i)
-    v += int64_t{d.coef[i]} * (d.coef[i] >= 0 ? symbols[i].min : symbols[i].max);
-  return v;
+  for (size_t i = 0; i < symbols.size() && i < kMaxSymbols; ++i) {
+    const bool use_max = (d.coef[i] >= 0) == want_max;
+    int64_t term = 0;
+    if (__builtin_mul_overflow(int64_t{d.coef[i]}, use_max ? symbols[i].max : symbols[i].min,
+                               &term) ||
+        __builtin_add_overflow(v, term, &v))
+      return false;
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+int64_t dim_min(const Dim& d, const std::vector<Symbol>& symbols) {
+  int64_t v = 0;
+  return dim_bound(d, symbols, false, &v) ? v : INT64_MIN;
 }
 
 int64_t dim_max(const Dim& d, const std::vector<Symbol>& symbols) {
-  int64_t v = d.c;
-  for (size_t i = 0; i < symbols.size() && i < kMaxSymbols; ++i)
-    v += int64_t{d.coef[i]} * (d.coef[i] >= 0 ? symbols[i].max : symbols[i].min);
-  return v;
+  int64_t v = 0;
+  return dim_bound(d, symbols, true, &v) ? v : INT64_MAX;
 }
 
 std::string dim_to_string(const Dim& d, const std::vector<Symbol>& symbols) {
@@ -127,10 +143,11 @@ Status shape_eval(const Shape& s, const int64_t* values, Extents* out) {
 Result<int64_t> shape_max_count(const Shape& s, const std::vector<Symbol>& symbols) {
   int64_t n = 1;
   for (int i = 0; i < s.rank; ++i) {
-    const int64_t d = dim_max(s.dims[i], symbols);
-    if (d < 0)
+    int64_t d = 0;
+    const bool fits = dim_bound(s.dims[i], symbols, true, &d);
+    if (fits && d < 0)
       return status_error(StatusCode::kGraphShapeMismatch, "dimension %d has a negative bound", i);
-    if (__builtin_mul_overflow(n, d, &n))
+    if (!fits || __builtin_mul_overflow(n, d, &n))
       return status_error(StatusCode::kFileSizeOverflow, "shape %s overflows an element count",
                           shape_to_string(s, symbols).c_str());
   }

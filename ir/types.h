@@ -106,7 +106,8 @@ struct Dim {
   }
 };
 
-// Smallest / largest value of `d` over the symbols' bounds.
+// Smallest / largest value of `d` over the symbols' bounds; saturates at INT64_MIN / INT64_MAX
+// when the true bound does not fit in int64.
 int64_t dim_min(const Dim& d, const std::vector<Symbol>& symbols);
 int64_t dim_max(const Dim& d, const std::vector<Symbol>& symbols);
 // "seq", "past + seq", "3 * d", "384" (symbol names from `symbols`).

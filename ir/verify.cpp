@@ -113,7 +113,9 @@ Status graph_verify(const Graph& g) {
                          "dimension " + std::to_string(d) + " can be negative");
     }
     LAYA_RETURN_IF_ERROR(check_quant(id, v));
-    LAYA_ASSIGN_OR_RETURN(const int64_t max_count, shape_max_count(v.shape, g.symbols));
+    Result<int64_t> count = shape_max_count(v.shape, g.symbols);
+    if (!count.is_ok()) return value_err(count.status().code(), id, v, count.status().message());
+    const int64_t max_count = *count;
     switch (v.kind) {
       case ValueKind::kWeight: {
         if (!v.shape.is_fixed())
@@ -172,6 +174,7 @@ Status graph_verify(const Graph& g) {
 
   // Nodes: producers, order, shapes.
   std::vector<std::vector<NodeId>> consumers(nv);
+  std::vector<char> written(nv, 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (static_cast<uint32_t>(n.op) >= static_cast<uint32_t>(Op::kCount))
@@ -187,8 +190,15 @@ Status graph_verify(const Graph& g) {
         return value_err(StatusCode::kGraphInvalid, out, g.values[out],
                          "written by node " + std::to_string(i) + " '" + n.name +
                              "' but its producer is " + std::to_string(g.values[out].producer));
+      written[out] = 1;
     }
   }
+  // The converse: an activation's producer lists it among its outputs.
+  for (size_t i = 0; i < nv; ++i)
+    if (g.values[i].kind == ValueKind::kActivation && !written[i])
+      return value_err(StatusCode::kGraphUndefinedValue, static_cast<ValueId>(i), g.values[i],
+                       "is never produced: node " + std::to_string(g.values[i].producer) + " '" +
+                           g.nodes[g.values[i].producer].name + "' does not write it");
   std::vector<InferredOutput> inferred;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
