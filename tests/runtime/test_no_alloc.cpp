@@ -1,6 +1,6 @@
-// Execute allocates nothing: every execute after bind_memory and reshape runs with a process-wide
-// allocation counter on (tests/alloc_hook.h), on 1 and 2 threads, ref and auto kernels, both tiny
-// models. Also the CPU backend's thread pool on its own.
+// Execute allocates nothing: every execute after bind_memory and reshape (and every reshape) runs
+// with a process-wide allocation counter on (tests/alloc_hook.h), on 1 and 2 threads, ref and auto
+// kernels, both tiny models. Also the CPU backend's thread pool on its own.
 #include <doctest/doctest.h>
 
 #include <oneapi/tbb/tbb_allocator.h>
@@ -40,7 +40,7 @@ TEST_CASE("the allocation hook sees malloc, operator new and oneTBB's allocator"
   CHECK(alloc_hook::stop() >= 1);
 }
 
-TEST_CASE("execute allocates nothing (1 and 2 threads, ref and auto kernels)") {
+TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto kernels)") {
   for (bool encoder : {true, false})
     for (int threads : {1, 2})
       for (const char* kernels : {"ref", "auto"}) {
@@ -57,7 +57,11 @@ TEST_CASE("execute allocates nothing (1 and 2 threads, ref and auto kernels)") {
           CAPTURE(seq);
           const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? 2 : 0);
           const int64_t sym[2] = {2, seq};
-          REQUIRE(s.reshape(sym).is_ok());
+          alloc_hook::start();
+          Status rs = s.reshape(sym);  // reshape allocates nothing either
+          const long reshape_calls = alloc_hook::stop();
+          REQUIRE(rs.is_ok());
+          CHECK(reshape_calls == 0);
           std::vector<float> out(static_cast<size_t>(s.extents(g->outputs[0]).count()));
           std::vector<const void*> inputs = {in.ids.data(), in.positions.data()};
           if (encoder) inputs.push_back(in.key_mask.data());
