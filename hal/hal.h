@@ -76,6 +76,9 @@ class Executable {
  public:
   virtual ~Executable() = default;
   virtual MemoryNeeds needs() const = 0;
+  // Scratch bytes the shapes of the last reshape() use (<= needs().scratch_bytes): what the
+  // session reports as the scratch high-water mark. Defaults to the prepare-time size.
+  virtual uint64_t reshaped_scratch_bytes() const { return needs().scratch_bytes; }
 };
 
 // Per-node timing, if the caller wants it. `modelled` is true for cost-model figures (simulator).

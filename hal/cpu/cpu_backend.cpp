@@ -1,0 +1,575 @@
+// The CPU backend: every op of ir/ops.inc on the kernel table (kernels/kernels.h), threads from a
+// oneTBB arena (thread_pool.h). See README.md for the phases and the memory layout.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hal/cpu/thread_pool.h"
+#include "hal/hal.h"
+#include "kernels/kernels.h"
+
+namespace laya::hal {
+namespace cpu {
+namespace {
+
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+
+uint64_t round_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+// The kernel weight type of a matmul / embedding weight, or false with a reason.
+bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
+  switch (w.dtype) {
+    case ir::DType::k_f32:
+    case ir::DType::k_f16:
+    case ir::DType::k_bf16:
+      *t = w.dtype == ir::DType::k_f32   ? kernels::WType::k_f32
+           : w.dtype == ir::DType::k_f16 ? kernels::WType::k_f16
+                                         : kernels::WType::k_bf16;
+      if (w.quant.kind == ir::QuantKind::kNone) return true;
+      *why = std::string(ir::dtype_name(w.dtype)) + " weights with " +
+             ir::quant_kind_name(w.quant.kind) + " quantization";
+      return false;
+    case ir::DType::k_i8: {
+      *t = kernels::WType::k_i8;
+      for (int32_t z : w.quant.zero_points)
+        if (z != 0) {
+          *why = "i8 weights with a nonzero zero point (only symmetric int8)";
+          return false;
+        }
+      const int64_t rows = w.shape.dims[0].c;
+      if (w.quant.kind == ir::QuantKind::kPerTensor && w.quant.scales.size() == 1) return true;
+      if (w.quant.kind == ir::QuantKind::kPerChannel && w.quant.axis == 0 &&
+          static_cast<int64_t>(w.quant.scales.size()) == rows)
+        return true;
+      *why = std::string("i8 weights with ") + ir::quant_kind_name(w.quant.kind) +
+             " quantization (need per-tensor or per-row scales, axis 0)";
+      return false;
+    }
+    case ir::DType::k_q8_0:
+    case ir::DType::k_q4_0:
+    case ir::DType::k_q4_1:
+      *t = w.dtype == ir::DType::k_q8_0   ? kernels::WType::k_q8_0
+           : w.dtype == ir::DType::k_q4_0 ? kernels::WType::k_q4_0
+                                          : kernels::WType::k_q4_1;
+      if (w.quant.kind == ir::QuantKind::kBlock) return true;
+      *why = std::string(ir::dtype_name(w.dtype)) + " weights without block quantization";
+      return false;
+    default:
+      *why = std::string(ir::dtype_name(w.dtype)) + " weights";
+      return false;
+  }
+}
+
+// One node, ready to run: kernel choices and weight locations from prepare, argument values from
+// the last reshape.
+struct Step {
+  ir::Op op = ir::Op::k_add;
+  ir::NodeId id = 0;
+  ir::ValueId in[4] = {ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue};
+  ir::ValueId out = ir::kNoValue;
+  std::vector<ir::ValueId> outs;  // split
+  ir::Attrs attrs;
+
+  // matmul / embedding weights
+  kernels::WType wtype = kernels::WType::k_f32;
+  kernels::MatmulKernel mm;
+  int64_t n = 0, k = 0;
+  uint64_t packed_offset = 0;         // matmul: in the persistent region
+  uint64_t scales_offset = 0;         // embedding i8 per-tensor: expanded scales in persistent
+  const float* row_scales = nullptr;  // embedding i8 per-row: the graph's scales
+  const void* table = nullptr;        // embedding: the graph's weight bytes (never copied)
+
+  // from reshape
+  int64_t rows = 0, dim = 0, count = 0, count_b = 0;
+  kernels::AttentionArgs att;  // shapes, strides and flags; pointers bound at execute
+};
+
+// A weight packed by load().
+struct Packed {
+  ir::ValueId value = ir::kNoValue;
+  kernels::WType type = kernels::WType::k_f32;
+  kernels::MatmulKernel mm;
+  int64_t n = 0, k = 0;
+  uint64_t offset = 0, bytes = 0;
+  bool expand_scales = false;  // i8 per-tensor: one scale repeated per row
+};
+
+class CpuExecutable final : public Executable {
+ public:
+  MemoryNeeds needs() const override { return needs_; }
+  uint64_t reshaped_scratch_bytes() const override { return reshaped_scratch_; }
+
+  const ir::Graph* graph = nullptr;
+  std::vector<Step> steps;
+  std::vector<Packed> packed;
+  struct ScaleTable {
+    ir::ValueId value;
+    uint64_t offset;
+    int64_t rows;
+  };
+  std::vector<ScaleTable> scale_tables;  // embedding i8 per-tensor
+  MemoryNeeds needs_;
+  uint64_t reshaped_scratch_ = 0;
+  uint8_t* persistent = nullptr;  // set by load()
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const kernels::KernelTable& table, int n_threads) : table_(table), pool_(n_threads) {
+    description_ = std::string("CPU: ") + table_.isa + " kernels, " +
+                   std::to_string(pool_.n_threads()) + " thread(s) in a oneTBB arena";
+    caps_.name = "cpu";
+    caps_.description = description_.c_str();
+    caps_.n_groups = static_cast<uint32_t>(pool_.n_threads());
+    for (ir::DType d : {ir::DType::k_f32, ir::DType::k_f16, ir::DType::k_bf16, ir::DType::k_i8,
+                        ir::DType::k_q8_0, ir::DType::k_q4_0, ir::DType::k_q4_1})
+      caps_.weight_dtypes |= uint64_t{1} << static_cast<int>(d);
+    caps_.memory_kinds = 1u << static_cast<int>(MemoryKind::kHost);
+    caps_.modelled_time = false;
+  }
+
+  const Capabilities& capabilities() const override { return caps_; }
+  Status supports(const ir::Graph& g, const ir::Node& n) const override;
+  Result<std::unique_ptr<Executable>> prepare(const Subgraph& sg,
+                                              const PrepareOptions& opts) override;
+  Status load(Executable& exe, void* persistent, uint64_t bytes) override;
+  Status reshape(Executable& exe, const TensorBinding* values) override;
+  Status execute(Executable& exe, const ExecContext& ctx) override;
+
+ private:
+  uint64_t step_scratch(const Step& s, const ir::Extents* ext) const;
+  void set_args(Step& s, const TensorBinding* v) const;
+  Status run_step(const CpuExecutable& e, const Step& s, const ExecContext& ctx) const;
+
+  kernels::KernelTable table_;
+  ArenaPool pool_;
+  std::string description_;
+  Capabilities caps_;
+};
+
+Status unsupported(const ir::Node& n, const std::string& why) {
+  return status_error(StatusCode::kUnsupported, "%s '%s': %s", ir::op_name(n.op), n.name.c_str(),
+                      why.c_str());
+}
+
+Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
+  if (static_cast<uint32_t>(n.op) >= static_cast<uint32_t>(ir::Op::kCount))
+    return status_error(StatusCode::kUnsupported, "unknown op %u", static_cast<unsigned>(n.op));
+  const ir::OpInfo& info = ir::op_info(n.op);
+  const int n_in = static_cast<int>(n.inputs.size());
+  if (n_in < info.min_inputs || n_in > info.max_inputs) return unsupported(n, "bad input count");
+  for (ir::ValueId v : n.inputs)
+    if (v >= g.values.size()) return unsupported(n, "input value out of range");
+  auto dtype_is = [&](int i, ir::DType d) { return g.values[n.inputs[i]].dtype == d; };
+  // Every op reads f32 data except the index inputs listed here.
+  auto want_f32 = [&](int first) -> Status {
+    for (int i = first; i < n_in; ++i) {
+      const bool index =
+          (n.op == ir::Op::k_rope && i == 1) || (n.op == ir::Op::k_attention && i == 3);
+      const ir::DType want = index ? ir::DType::k_i32 : ir::DType::k_f32;
+      if (!dtype_is(i, want))
+        return unsupported(n, std::string("input ") + std::to_string(i) + " is " +
+                                  ir::dtype_name(g.values[n.inputs[i]].dtype) + ", expected " +
+                                  ir::dtype_name(want));
+    }
+    return Status::ok();
+  };
+  switch (n.op) {
+    case ir::Op::k_embedding: {
+      const ir::Value& table = g.values[n.inputs[0]];
+      if (table.kind != ir::ValueKind::kWeight || table.shape.rank != 2)
+        return unsupported(n, "the table must be a constant [V, D] weight");
+      kernels::WType t;
+      std::string why;
+      if (!weight_type(table, &t, &why)) return unsupported(n, why + " are not supported");
+      if (!dtype_is(1, ir::DType::k_i32)) return unsupported(n, "ids must be i32");
+      return Status::ok();
+    }
+    case ir::Op::k_matmul: {
+      const ir::Value& w = g.values[n.inputs[1]];
+      if (w.kind != ir::ValueKind::kWeight || w.shape.rank != 2)
+        return unsupported(n, "the weight must be a constant [N, K] (it is packed at load)");
+      kernels::WType t;
+      std::string why;
+      if (!weight_type(w, &t, &why)) return unsupported(n, why + " are not supported");
+      const int64_t rows = w.shape.dims[0].c, k = w.shape.dims[1].c;
+      const kernels::MatmulKernel& mm = table_.matmul[static_cast<int>(t)];
+      if (mm.run == nullptr || mm.packed_bytes(rows, k) == 0)
+        return unsupported(n, std::string(kernels::wtype_name(t)) + " weights [" +
+                                  std::to_string(rows) + ", " + std::to_string(k) +
+                                  "]: no kernel for this layout (block types need K % 32 == 0)");
+      if (!dtype_is(0, ir::DType::k_f32)) return unsupported(n, "x must be f32");
+      if (n_in == 3 && !dtype_is(2, ir::DType::k_f32)) return unsupported(n, "bias must be f32");
+      return Status::ok();
+    }
+    case ir::Op::k_attention: {
+      const ir::Attrs& a = n.attrs;
+      if (a.mask != ir::kMaskNone && a.mask != ir::kMaskCausal)
+        return unsupported(n, "mask kind " + std::to_string(a.mask));
+      return want_f32(0);
+    }
+    case ir::Op::k_gelu:
+      if (n.attrs.act != ir::kActGeluErf && n.attrs.act != ir::kActGeluTanh)
+        return unsupported(n, "gelu act " + std::to_string(n.attrs.act));
+      return want_f32(0);
+    case ir::Op::k_glu:
+      if (n.attrs.act < ir::kActGeluErf || n.attrs.act > ir::kActRelu)
+        return unsupported(n, "glu act " + std::to_string(n.attrs.act));
+      return want_f32(0);
+    case ir::Op::k_add:
+    case ir::Op::k_mul:
+    case ir::Op::k_layernorm:
+    case ir::Op::k_rmsnorm:
+    case ir::Op::k_rope:
+    case ir::Op::k_silu:
+    case ir::Op::k_relu:
+    case ir::Op::k_softmax:
+    case ir::Op::k_split:
+      return want_f32(0);
+    case ir::Op::kCount:
+      break;
+  }
+  return unsupported(n, "unknown op");
+}
+
+Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
+                                                        const PrepareOptions& opts) {
+  if (sg.graph == nullptr || opts.max_extents == nullptr)
+    return status_error(StatusCode::kInvalidArgument, "cpu prepare: no graph or max extents");
+  const ir::Graph& g = *sg.graph;
+  auto e = std::make_unique<CpuExecutable>();
+  e->graph = &g;
+  uint64_t persistent = 0, scratch = 0;
+  auto reserve = [&](uint64_t bytes) {
+    persistent = round_up(persistent, bytes >= kHugePage ? kHugePage : 64);
+    const uint64_t at = persistent;
+    persistent += round_up(bytes, 64);
+    return at;
+  };
+  for (ir::NodeId id : sg.nodes) {
+    if (id >= g.nodes.size())
+      return status_error(StatusCode::kInvalidArgument, "cpu prepare: node %u out of range", id);
+    const ir::Node& n = g.nodes[id];
+    LAYA_RETURN_IF_ERROR(supports(g, n));
+    Step s;
+    s.op = n.op;
+    s.id = id;
+    for (size_t i = 0; i < n.inputs.size() && i < 4; ++i) s.in[i] = n.inputs[i];
+    s.out = n.outputs.empty() ? ir::kNoValue : n.outputs[0];
+    if (n.op == ir::Op::k_split) s.outs = n.outputs;
+    s.attrs = n.attrs;
+    if (n.op == ir::Op::k_matmul || n.op == ir::Op::k_embedding) {
+      const ir::ValueId wid = n.inputs[n.op == ir::Op::k_matmul ? 1 : 0];
+      const ir::Value& w = g.values[wid];
+      std::string why;
+      (void)weight_type(w, &s.wtype, &why);
+      s.n = w.shape.dims[0].c;
+      s.k = w.shape.dims[1].c;
+      if (n.op == ir::Op::k_matmul) {
+        s.mm = table_.matmul[static_cast<int>(s.wtype)];
+        auto it = std::find_if(e->packed.begin(), e->packed.end(),
+                               [&](const Packed& p) { return p.value == wid; });
+        if (it == e->packed.end()) {  // a weight shared by two matmuls is packed once
+          Packed p;
+          p.value = wid;
+          p.type = s.wtype;
+          p.mm = s.mm;
+          p.n = s.n;
+          p.k = s.k;
+          p.bytes = s.mm.packed_bytes(s.n, s.k);
+          p.offset = reserve(p.bytes);
+          p.expand_scales = w.quant.kind == ir::QuantKind::kPerTensor;
+          e->packed.push_back(p);
+          it = e->packed.end() - 1;
+        }
+        s.packed_offset = it->offset;
+      } else {
+        s.table = w.data;
+        if (s.wtype == kernels::WType::k_i8) {
+          if (w.quant.kind == ir::QuantKind::kPerTensor) {
+            s.scales_offset = reserve(static_cast<uint64_t>(s.n) * sizeof(float));
+            e->scale_tables.push_back({wid, s.scales_offset, s.n});
+          } else {
+            s.row_scales = w.quant.scales.data();
+          }
+        }
+      }
+    }
+    scratch = std::max(scratch, step_scratch(s, opts.max_extents));
+    e->steps.push_back(std::move(s));
+  }
+  e->needs_.persistent_bytes = persistent;
+  e->needs_.scratch_bytes = round_up(scratch, 64);
+  e->reshaped_scratch_ = 0;
+  return std::unique_ptr<Executable>(std::move(e));
+}
+
+uint64_t CpuBackend::step_scratch(const Step& s, const ir::Extents* ext) const {
+  const int threads = pool_.n_threads();
+  if (s.op == ir::Op::k_matmul) {
+    const int64_t m = ext[s.in[0]].rows();
+    return m > 0 ? s.mm.scratch_bytes(m, s.n, s.k, threads) : 0;
+  }
+  if (s.op == ir::Op::k_attention) {
+    kernels::AttentionArgs a;
+    const ir::Extents &q = ext[s.in[0]], &k = ext[s.in[1]];
+    a.batch = q.d[0];
+    a.q_len = q.d[1];
+    a.kv_len = k.d[1];
+    a.n_heads = s.attrs.n_heads;
+    a.n_kv_heads = s.attrs.n_kv_heads;
+    a.head_dim = s.attrs.head_dim;
+    a.causal = s.attrs.mask == ir::kMaskCausal;
+    a.window = s.attrs.window;
+    return table_.attention_scratch_bytes(a, threads);
+  }
+  return 0;
+}
+
+Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
+  auto& e = static_cast<CpuExecutable&>(exe);
+  if (bytes < e.needs_.persistent_bytes)
+    return status_error(StatusCode::kResourceExhausted,
+                        "cpu load: persistent region has %llu bytes, %llu needed",
+                        static_cast<unsigned long long>(bytes),
+                        static_cast<unsigned long long>(e.needs_.persistent_bytes));
+  if (e.needs_.persistent_bytes > 0 && reinterpret_cast<uintptr_t>(persistent) % 64 != 0)
+    return status_error(StatusCode::kInvalidArgument,
+                        "cpu load: persistent region %p is not 64-byte aligned", persistent);
+  uint8_t* base = static_cast<uint8_t*>(persistent);
+  if (e.needs_.persistent_bytes >= kHugePage) {
+    // Huge pages for the packed weights (a hint: THP may be off, then this fails harmlessly).
+    const uintptr_t lo = round_up(reinterpret_cast<uintptr_t>(base), kHugePage);
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(base) + bytes) / kHugePage * kHugePage;
+    if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+  }
+  const ir::Graph& g = *e.graph;
+  std::vector<float> scales;
+  for (const Packed& p : e.packed) {
+    const ir::Value& w = g.values[p.value];
+    const float* s = nullptr;
+    if (p.type == kernels::WType::k_i8) {
+      if (p.expand_scales) {
+        scales.assign(static_cast<size_t>(p.n), w.quant.scales[0]);
+        s = scales.data();
+      } else {
+        s = w.quant.scales.data();
+      }
+    }
+    p.mm.pack(w.data, s, p.n, p.k, base + p.offset);
+  }
+  for (const CpuExecutable::ScaleTable& t : e.scale_tables) {
+    float* dst = reinterpret_cast<float*>(base + t.offset);
+    std::fill(dst, dst + t.rows, g.values[t.value].quant.scales[0]);
+  }
+  e.persistent = base;
+  pool_.warm_up(500);  // worker threads start now, not during an execute
+  return Status::ok();
+}
+
+void CpuBackend::set_args(Step& s, const TensorBinding* v) const {
+  const ir::Extents& x = v[s.in[0]].extents;
+  s.rows = x.rank > 0 ? x.rows() : 1;
+  s.dim = x.rank > 0 ? x.back() : 1;
+  s.count = x.count();
+  switch (s.op) {
+    case ir::Op::k_embedding:
+      s.count = v[s.in[1]].extents.count();  // number of ids
+      break;
+    case ir::Op::k_add:
+    case ir::Op::k_mul:
+      s.count_b = v[s.in[1]].extents.count();
+      break;
+    case ir::Op::k_rope:
+      s.rows = x.d[0] * x.d[1];  // tokens
+      break;
+    case ir::Op::k_attention: {
+      const ir::Extents &q = x, &k = v[s.in[1]].extents;
+      kernels::AttentionArgs& a = s.att;
+      const int64_t qw = q.d[2], kw = k.d[2];
+      a.batch = q.d[0];
+      a.q_len = q.d[1];
+      a.kv_len = k.d[1];
+      a.q_row_stride = qw;
+      a.q_batch_stride = q.d[1] * qw;
+      a.k_row_stride = a.v_row_stride = kw;
+      a.k_batch_stride = a.v_batch_stride = k.d[1] * kw;
+      a.mask_batch_stride = k.d[1];
+      a.out_row_stride = qw;
+      a.out_batch_stride = q.d[1] * qw;
+      a.n_heads = s.attrs.n_heads;
+      a.n_kv_heads = s.attrs.n_kv_heads;
+      a.head_dim = s.attrs.head_dim;
+      a.scale = s.attrs.scale != 0.0f ? s.attrs.scale
+                                      : 1.0f / std::sqrt(static_cast<float>(s.attrs.head_dim));
+      a.causal = s.attrs.mask == ir::kMaskCausal;
+      a.window = s.attrs.window;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+Status CpuBackend::reshape(Executable& exe, const TensorBinding* values) {
+  auto& e = static_cast<CpuExecutable&>(exe);
+  uint64_t scratch = 0;
+  for (Step& s : e.steps) {
+    set_args(s, values);
+    // Scratch at the current shapes (reported as the scratch high-water mark).
+    if (s.op == ir::Op::k_matmul) {
+      const int64_t m = values[s.in[0]].extents.rows();
+      if (m > 0) scratch = std::max(scratch, s.mm.scratch_bytes(m, s.n, s.k, pool_.n_threads()));
+    } else if (s.op == ir::Op::k_attention) {
+      scratch = std::max(scratch, table_.attention_scratch_bytes(s.att, pool_.n_threads()));
+    }
+  }
+  e.reshaped_scratch_ = round_up(scratch, 64);
+  pool_.warm_up(0);  // no waiting here: load() already waited
+  return Status::ok();
+}
+
+Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecContext& ctx) const {
+  const TensorBinding* v = ctx.values;
+  const kernels::ThreadPool* pool = pool_.view();
+  auto f32 = [&](ir::ValueId id) { return static_cast<float*>(v[id].data); };
+  auto i32 = [&](ir::ValueId id) { return static_cast<int32_t*>(v[id].data); };
+  auto opt = [&](ir::ValueId id) { return id == ir::kNoValue ? nullptr : f32(id); };
+  switch (s.op) {
+    case ir::Op::k_embedding: {
+      const float* scales =
+          s.row_scales != nullptr
+              ? s.row_scales
+              : (s.wtype == kernels::WType::k_i8
+                     ? reinterpret_cast<const float*>(e.persistent + s.scales_offset)
+                     : nullptr);
+      const int32_t* ids = i32(s.in[1]);
+      const int64_t bad =
+          table_.embedding(s.wtype, s.table, scales, s.n, s.k, ids, s.count, f32(s.out), pool);
+      if (bad >= 0)
+        return status_error(StatusCode::kIndexOutOfRange,
+                            "embedding '%s' (node %u): id %d at position %lld is outside [0, %lld)",
+                            e.graph->nodes[s.id].name.c_str(), s.id, ids[bad],
+                            static_cast<long long>(bad), static_cast<long long>(s.n));
+      return Status::ok();
+    }
+    case ir::Op::k_matmul:
+      s.mm.run(e.persistent + s.packed_offset, f32(s.in[0]), s.k, f32(s.out), s.n, opt(s.in[2]),
+               s.rows, s.n, s.k, ctx.scratch, pool);
+      return Status::ok();
+    case ir::Op::k_add:
+    case ir::Op::k_mul:
+      table_.binary(s.op == ir::Op::k_add ? kernels::Binary::kAdd : kernels::Binary::kMul,
+                    f32(s.in[0]), f32(s.in[1]), f32(s.out), s.count, s.count_b, pool);
+      return Status::ok();
+    case ir::Op::k_layernorm:
+      table_.layernorm(f32(s.in[0]), f32(s.in[1]), opt(s.in[2]), f32(s.out), s.rows, s.dim,
+                       s.attrs.eps, pool);
+      return Status::ok();
+    case ir::Op::k_rmsnorm:
+      table_.rmsnorm(f32(s.in[0]), f32(s.in[1]), f32(s.out), s.rows, s.dim, s.attrs.eps, pool);
+      return Status::ok();
+    case ir::Op::k_rope: {
+      const int32_t hd = s.attrs.head_dim;
+      table_.rope(f32(s.in[0]), f32(s.out), i32(s.in[1]), s.rows, static_cast<int32_t>(s.dim / hd),
+                  hd, s.attrs.rotary_dim == 0 ? hd : s.attrs.rotary_dim, s.attrs.rope_theta,
+                  static_cast<kernels::Rope>(s.attrs.rope_mode), pool);
+      return Status::ok();
+    }
+    case ir::Op::k_attention: {
+      kernels::AttentionArgs a = s.att;
+      a.q = f32(s.in[0]);
+      a.k = f32(s.in[1]);
+      a.v = f32(s.in[2]);
+      a.key_mask = s.in[3] == ir::kNoValue ? nullptr : i32(s.in[3]);
+      a.out = f32(s.out);
+      table_.attention(a, 0, a.n_heads, ctx.scratch, pool);
+      return Status::ok();
+    }
+    case ir::Op::k_gelu:
+      table_.unary(static_cast<kernels::Act>(s.attrs.act), f32(s.in[0]), f32(s.out), s.count, pool);
+      return Status::ok();
+    case ir::Op::k_silu:
+      table_.unary(kernels::Act::kSilu, f32(s.in[0]), f32(s.out), s.count, pool);
+      return Status::ok();
+    case ir::Op::k_relu:
+      table_.unary(kernels::Act::kRelu, f32(s.in[0]), f32(s.out), s.count, pool);
+      return Status::ok();
+    case ir::Op::k_softmax:
+      table_.softmax(f32(s.in[0]), f32(s.out), s.rows, s.dim, pool);
+      return Status::ok();
+    case ir::Op::k_glu:
+      table_.glu(static_cast<kernels::Act>(s.attrs.act), f32(s.in[0]), f32(s.out), s.rows,
+                 s.dim / 2, pool);
+      return Status::ok();
+    case ir::Op::k_split: {
+      const float* x = f32(s.in[0]);
+      int64_t col = 0;
+      for (size_t i = 0; i < s.outs.size(); ++i) {
+        const int64_t w = s.attrs.sizes[i];
+        float* y = f32(s.outs[i]);
+        for (int64_t r = 0; r < s.rows; ++r)
+          std::memcpy(y + r * w, x + r * s.dim + col, static_cast<size_t>(w) * sizeof(float));
+        col += w;
+      }
+      return Status::ok();
+    }
+    case ir::Op::kCount:
+      break;
+  }
+  return status_error(StatusCode::kInternal, "cpu execute: unknown op");
+}
+
+Status CpuBackend::execute(Executable& exe, const ExecContext& ctx) {
+  const auto& e = static_cast<const CpuExecutable&>(exe);
+  for (const Step& s : e.steps) {
+    if (ctx.profile == nullptr || ctx.profile->on_node == nullptr) {
+      LAYA_RETURN_IF_ERROR(run_step(e, s, ctx));
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    LAYA_RETURN_IF_ERROR(run_step(e, s, ctx));
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
+    ctx.profile->on_node(ctx.profile->user, s.id, ms.count(), false);
+  }
+  return Status::ok();
+}
+
+// The kernel table BackendOptions::kernels names: "auto", "ref", or a Highway target.
+Result<kernels::KernelTable> pick_table(const std::string& name) {
+  if (name == "ref") return kernels::kernel_table_ref();
+  if (name.empty() || name == "auto") return kernels::kernel_table_hwy(0);
+  std::string have = "auto, ref";
+  for (int64_t t : kernels::kernel_hwy_targets()) {
+    if (name == kernels::kernel_target_name(t)) return kernels::kernel_table_hwy(t);
+    have += std::string(", ") + kernels::kernel_target_name(t);
+  }
+  return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
+                      name.c_str(), have.c_str());
+}
+
+Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
+  if (opts.n_threads < 0)
+    return status_error(StatusCode::kInvalidArgument, "cpu: n_threads %d < 0", opts.n_threads);
+  LAYA_ASSIGN_OR_RETURN(kernels::KernelTable table, pick_table(opts.kernels));
+  return std::unique_ptr<Backend>(new CpuBackend(table, opts.n_threads));
+}
+
+}  // namespace
+}  // namespace cpu
+
+void cpu_register(Registry& r) {
+  BackendInfo info;
+  info.name = "cpu";
+  info.create = cpu::create;
+  (void)r.add(info);
+}
+
+}  // namespace laya::hal

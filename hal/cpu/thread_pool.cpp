@@ -1,0 +1,199 @@
+#include "hal/cpu/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/task_arena.h>
+
+namespace laya::hal::cpu {
+
+namespace {
+
+// Set while a thread runs chunks of a job: a nested run() goes serial.
+thread_local bool tls_in_job = false;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+constexpr int kWorkerSpins = 4000;  // ~0.1 ms of pause before parking on the futex
+constexpr int kCallerSpins = 2000;  // then sched_yield while workers finish their chunks
+
+// The job slot of one arena, shared by its caller and its worker loops.
+struct JobSlot {
+  // Fields are atomics because a late worker may read them while the next job is
+  // being posted; it then fails to claim a chunk (the ticket's generation moved on) and drops them.
+  std::atomic<kernels::RangeFn> fn{nullptr};
+  std::atomic<void*> ctx{nullptr};
+  std::atomic<int64_t> n{0}, chunk{1}, n_chunks{0};
+  std::atomic<uint64_t> ticket{0};  // generation << 32 | next chunk index
+  std::atomic<int64_t> done{0};     // chunks finished in the current job
+  std::atomic<uint32_t> gen{0};     // bumped per job; workers park on it
+  std::atomic<bool> stop{false};
+  std::atomic<bool> busy{false};  // a caller owns the slot
+  std::atomic<int> running{0};    // worker loops currently inside the arena
+
+  // Claims and runs chunks of job `g` until none is left (or the slot moved to another job).
+  void work(uint32_t g) {
+    const kernels::RangeFn f = fn.load(std::memory_order_relaxed);
+    void* const c = ctx.load(std::memory_order_relaxed);
+    const int64_t total = n.load(std::memory_order_relaxed);
+    const int64_t len = chunk.load(std::memory_order_relaxed);
+    const uint64_t count = static_cast<uint64_t>(n_chunks.load(std::memory_order_relaxed));
+    tls_in_job = true;
+    uint64_t t = ticket.load(std::memory_order_acquire);
+    while ((t >> 32) == g && (t & 0xffffffffu) < count) {
+      if (!ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                        std::memory_order_acquire))
+        continue;
+      // A successful claim proves job g was still open, so f, c, total and len were its values.
+      const int64_t i = static_cast<int64_t>(t & 0xffffffffu);
+      f(c, i * len, std::min(total, (i + 1) * len));
+      done.fetch_add(1, std::memory_order_release);
+      t = ticket.load(std::memory_order_acquire);
+    }
+    tls_in_job = false;
+  }
+
+  void loop() {
+    running.fetch_add(1, std::memory_order_seq_cst);
+    uint32_t seen = gen.load(std::memory_order_acquire);
+    while (!stop.load(std::memory_order_seq_cst)) {
+      uint32_t g = gen.load(std::memory_order_acquire);
+      for (int i = 0; g == seen && i < kWorkerSpins; ++i) {
+        cpu_relax();
+        g = gen.load(std::memory_order_acquire);
+      }
+      if (g == seen) {
+        gen.wait(seen, std::memory_order_acquire);
+        continue;
+      }
+      seen = g;
+      if (stop.load(std::memory_order_seq_cst)) break;
+      work(g);
+    }
+    running.fetch_sub(1, std::memory_order_seq_cst);
+    running.notify_all();
+  }
+};
+
+}  // namespace
+
+struct ArenaPool::Arena {
+  explicit Arena(int n) : n_threads(n), arena(n) { arena.initialize(); }
+  const int n_threads;
+  tbb::task_arena arena;
+  JobSlot slot;
+};
+
+namespace {
+
+// Idle arenas, by size. Never freed (see thread_pool.h); reachable, so not a leak to LSan.
+std::mutex& idle_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::vector<ArenaPool::Arena*>& idle_arenas() {
+  static auto* v = new std::vector<ArenaPool::Arena*>();
+  return *v;
+}
+
+}  // namespace
+
+ArenaPool::ArenaPool(int n_threads) {
+  if (n_threads <= 0) n_threads = std::max(1, tbb::info::default_concurrency());
+  view_.run = &ArenaPool::run;
+  view_.impl = this;
+  view_.n_threads = n_threads;
+  if (n_threads <= 1) return;
+  {
+    std::lock_guard<std::mutex> lock(idle_mutex());
+    std::vector<Arena*>& idle = idle_arenas();
+    auto it = std::find_if(idle.begin(), idle.end(),
+                           [&](const Arena* a) { return a->n_threads == n_threads; });
+    if (it != idle.end()) {
+      arena_ = *it;
+      idle.erase(it);
+    }
+  }
+  if (arena_ == nullptr) arena_ = new Arena(n_threads);
+  JobSlot* slot = &arena_->slot;
+  slot->stop.store(false, std::memory_order_seq_cst);
+  for (int i = 1; i < n_threads; ++i) arena_->arena.enqueue([slot] { slot->loop(); });
+}
+
+ArenaPool::~ArenaPool() {
+  if (arena_ == nullptr) return;
+  JobSlot& s = arena_->slot;
+  s.stop.store(true, std::memory_order_seq_cst);
+  s.gen.fetch_add(1, std::memory_order_seq_cst);
+  s.gen.notify_all();
+  for (int r = s.running.load(std::memory_order_seq_cst); r != 0;
+       r = s.running.load(std::memory_order_seq_cst))
+    s.running.wait(r, std::memory_order_seq_cst);
+  // A loop that starts after this (it was still queued) sees `stop` and returns, or, if the arena
+  // was reused meanwhile, serves the new pool: either way it only touches the arena's own slot.
+  std::lock_guard<std::mutex> lock(idle_mutex());
+  idle_arenas().push_back(arena_);
+}
+
+int ArenaPool::n_threads() const {
+  return view_.n_threads;
+}
+
+int ArenaPool::warm_up(int timeout_ms) {
+  if (arena_ == nullptr) return 0;
+  const int want = view_.n_threads - 1;
+  std::atomic<int>& running = arena_->slot.running;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (running.load(std::memory_order_acquire) < want &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  return running.load(std::memory_order_acquire);
+}
+
+void ArenaPool::run(void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, void* ctx) {
+  if (n <= 0) return;
+  ArenaPool& self = *static_cast<ArenaPool*>(impl);
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t threads = self.view_.n_threads;
+  // Chunks of a multiple of `grain`, about 4 per thread so a slow thread does not hold the rest.
+  const int64_t per = std::max<int64_t>(1, (n + grain * threads * 4 - 1) / (grain * threads * 4));
+  const int64_t len = per * grain;
+  const int64_t count = (n + len - 1) / len;
+  if (threads <= 1 || count <= 1 || count > 0xffffffffLL || tls_in_job ||
+      self.arena_->slot.busy.exchange(true, std::memory_order_acquire)) {
+    fn(ctx, 0, n);
+    return;
+  }
+  JobSlot& s = self.arena_->slot;
+  s.fn.store(fn, std::memory_order_relaxed);
+  s.ctx.store(ctx, std::memory_order_relaxed);
+  s.n.store(n, std::memory_order_relaxed);
+  s.chunk.store(len, std::memory_order_relaxed);
+  s.n_chunks.store(count, std::memory_order_relaxed);
+  s.done.store(0, std::memory_order_relaxed);
+  const uint32_t g = s.gen.load(std::memory_order_relaxed) + 1;
+  s.ticket.store(uint64_t{g} << 32, std::memory_order_release);
+  s.gen.store(g, std::memory_order_release);
+  s.gen.notify_all();  // a futex wake only when a worker is parked
+  s.work(g);
+  for (int i = 0; s.done.load(std::memory_order_acquire) != count; ++i) {
+    if (i < kCallerSpins)
+      cpu_relax();
+    else
+      sched_yield();
+  }
+  s.busy.store(false, std::memory_order_release);
+}
+
+}  // namespace laya::hal::cpu

@@ -1,0 +1,368 @@
+#include "runtime/session.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "ir/shape_infer.h"
+
+namespace laya::runtime {
+
+namespace {
+
+constexpr size_t kMaxBuckets = 4096;
+
+uint64_t round_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+unsigned long long ull(uint64_t v) {
+  return static_cast<unsigned long long>(v);
+}
+
+// Sorted, unique bucket upper bounds for `sym`: the caller's (checked) or the default.
+Result<std::vector<int64_t>> symbol_bounds(const ir::Symbol& sym, const SessionOptions& opts) {
+  std::vector<int64_t> b;
+  bool given = false;
+  for (const auto& [name, list] : opts.bucket_bounds) {
+    if (name != sym.name) continue;
+    given = true;
+    for (int64_t v : list) {
+      if (v < sym.min || v > sym.max)
+        return status_error(StatusCode::kInvalidArgument,
+                            "bucket bound %lld for symbol '%s' is outside [%lld, %lld]",
+                            static_cast<long long>(v), sym.name.c_str(),
+                            static_cast<long long>(sym.min), static_cast<long long>(sym.max));
+      b.push_back(v);
+    }
+  }
+  if (!given)
+    for (int64_t v = 16; v < sym.max; v *= 2)
+      if (v >= sym.min) b.push_back(v);
+  b.push_back(sym.max);
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
+}  // namespace
+
+Session::~Session() = default;
+
+const hal::Backend* Session::backend(const std::string& name) const {
+  for (const auto& [n, b] : backends_)
+    if (n == name) return b.get();
+  return nullptr;
+}
+
+Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
+                                                  const SessionOptions& opts) {
+  LAYA_RETURN_IF_ERROR(ir::graph_verify(graph));
+  std::unique_ptr<Session> s(new Session());
+  s->graph_ = graph;
+  const ir::Graph& g = s->graph_;
+  const hal::Registry& reg = hal::builtin_registry();
+
+  // Backends, in preference order.
+  if (opts.backends.empty())
+    return status_error(StatusCode::kInvalidArgument, "no backend listed in SessionOptions");
+  auto add_backend = [&](const std::string& name) -> Result<hal::Backend*> {
+    for (auto& [n, b] : s->backends_)
+      if (n == name) return b.get();
+    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Backend> b, reg.create(name, opts.backend));
+    s->backends_.emplace_back(name, std::move(b));
+    return s->backends_.back().second.get();
+  };
+  for (const std::string& name : opts.backends) LAYA_RETURN_IF_ERROR(add_backend(name).status());
+  const size_t n_listed = s->backends_.size();
+
+  // Placement: first listed backend that supports the node, else the CPU with the reasons.
+  std::vector<hal::Backend*> where(g.nodes.size(), nullptr);
+  s->placement_.resize(g.nodes.size());
+  for (size_t id = 0; id < g.nodes.size(); ++id) {
+    const ir::Node& n = g.nodes[id];
+    std::string reasons;
+    for (size_t i = 0; i < n_listed && where[id] == nullptr; ++i) {
+      auto& [name, b] = s->backends_[i];
+      Status st = b->supports(g, n);
+      if (st.is_ok()) {
+        where[id] = b.get();
+        s->placement_[id].backend = name;
+        s->placement_[id].fallback_reason = reasons;  // refusals of the preferred backends
+      } else {
+        reasons += (reasons.empty() ? "" : "; ") + name + ": " + st.message();
+      }
+    }
+    if (where[id] != nullptr) continue;
+    const bool cpu_listed = std::any_of(s->backends_.begin(), s->backends_.begin() + n_listed,
+                                        [](const auto& p) { return p.first == "cpu"; });
+    if (cpu_listed)
+      return status_error(StatusCode::kUnsupported, "node %zu '%s' (%s): no backend runs it: %s",
+                          id, n.name.c_str(), ir::op_name(n.op), reasons.c_str());
+    LAYA_ASSIGN_OR_RETURN(hal::Backend * cpu, add_backend("cpu"));
+    Status st = cpu->supports(g, n);
+    if (!st.is_ok())
+      return status_error(StatusCode::kUnsupported,
+                          "node %zu '%s' (%s): no backend runs it: %s; "
+                          "cpu: %s",
+                          id, n.name.c_str(), ir::op_name(n.op), reasons.c_str(), st.message());
+    where[id] = cpu;
+    s->placement_[id].backend = "cpu";
+    s->placement_[id].fallback_reason = reasons;
+  }
+
+  // Buckets: the cross product of each symbol's bounds.
+  size_t n_buckets = 1;
+  for (const ir::Symbol& sym : g.symbols) {
+    LAYA_ASSIGN_OR_RETURN(std::vector<int64_t> b, symbol_bounds(sym, opts));
+    n_buckets *= b.size();
+    if (n_buckets > kMaxBuckets)
+      return status_error(StatusCode::kInvalidArgument,
+                          "more than %zu shape buckets; give fewer bucket_bounds", kMaxBuckets);
+    s->bounds_.push_back(std::move(b));
+  }
+  const size_t nv = g.values.size();
+  std::vector<uint64_t> bytes(nv);
+  std::vector<ir::Symbol> range = g.symbols;  // the bucket's symbol ranges
+  for (size_t bi = 0; bi < n_buckets; ++bi) {
+    Bucket bucket;
+    size_t rest = bi;
+    for (size_t k = g.symbols.size(); k-- > 0;) {  // mixed radix, last symbol fastest
+      const std::vector<int64_t>& b = s->bounds_[k];
+      const size_t j = rest % b.size();
+      rest /= b.size();
+      range[k].min = j == 0 ? g.symbols[k].min : b[j - 1] + 1;
+      range[k].max = b[j];
+    }
+    for (const ir::Symbol& r : range) {
+      bucket.lo.push_back(r.min);
+      bucket.hi.push_back(r.max);
+    }
+    for (size_t v = 0; v < nv; ++v) {
+      const ir::Value& val = g.values[v];
+      bytes[v] = 0;
+      if (val.kind != ir::ValueKind::kActivation) continue;
+      LAYA_ASSIGN_OR_RETURN(int64_t count, ir::shape_max_count(val.shape, range));
+      LAYA_ASSIGN_OR_RETURN(bytes[v], ir::dtype_bytes(val.dtype, count));
+    }
+    bucket.plan = ir::memory_plan(g, bytes, kRegionAlign);
+    s->req_.activation_bytes = std::max(s->req_.activation_bytes, bucket.plan.arena_bytes);
+    s->buckets_.push_back(std::move(bucket));
+  }
+
+  // Largest extents of every value (symbols at their bounds), for the backends' scratch sizes.
+  std::vector<ir::Extents> max_ext(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    const ir::Shape& sh = g.values[v].shape;
+    max_ext[v].rank = sh.rank;
+    for (int i = 0; i < sh.rank; ++i) max_ext[v].d[i] = ir::dim_max(sh.dims[i], g.symbols);
+  }
+
+  // Executables: maximal runs of consecutive nodes on one backend.
+  hal::PrepareOptions popts;
+  popts.max_extents = max_ext.data();
+  uint64_t persistent = 0;
+  for (size_t id = 0; id < g.nodes.size();) {
+    size_t end = id;
+    hal::Subgraph sg;
+    sg.graph = &g;
+    while (end < g.nodes.size() && where[end] == where[id])
+      sg.nodes.push_back(static_cast<ir::NodeId>(end++));
+    hal::Backend* b = where[id];
+    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Executable> exe, b->prepare(sg, popts));
+    ExecutableInfo info;
+    info.backend = s->placement_[id].backend;
+    info.nodes = sg.nodes;
+    info.needs = exe->needs();
+    persistent = round_up(
+        persistent, info.needs.persistent_bytes >= kHugePageBytes ? kHugePageBytes : kRegionAlign);
+    info.persistent_offset = persistent;
+    persistent += round_up(info.needs.persistent_bytes, kRegionAlign);
+    s->req_.scratch_bytes =
+        std::max(s->req_.scratch_bytes, round_up(info.needs.scratch_bytes, kRegionAlign));
+    for (ir::NodeId n : sg.nodes)
+      s->placement_[n].executable = static_cast<int>(s->exe_info_.size());
+    s->exe_info_.push_back(std::move(info));
+    s->exes_.push_back({b, std::move(exe)});
+    id = end;
+  }
+  s->req_.persistent_bytes = persistent;
+
+  // Bindings: weights point at their bytes now; activations at reshape; inputs / outputs at
+  // execute.
+  s->bindings_.resize(nv);
+  s->staged_.resize(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    const ir::Value& val = g.values[v];
+    if (val.kind != ir::ValueKind::kWeight) continue;
+    s->bindings_[v].data = const_cast<uint8_t*>(val.data);
+    s->bindings_[v].extents = max_ext[v];
+  }
+  return s;
+}
+
+Status Session::bind_memory(MemoryRegion persistent, MemoryRegion activations,
+                            MemoryRegion scratch) {
+  const struct {
+    const char* name;
+    const MemoryRegion& r;
+    uint64_t need;
+  } regions[] = {{"persistent", persistent, req_.persistent_bytes},
+                 {"activations", activations, req_.activation_bytes},
+                 {"scratch", scratch, req_.scratch_bytes}};
+  for (const auto& [name, r, need] : regions) {
+    if (need == 0) continue;
+    if (r.data == nullptr || r.bytes < need)
+      return status_error(StatusCode::kResourceExhausted,
+                          "%s region: %llu bytes given, %llu needed", name, ull(r.bytes),
+                          ull(need));
+    const uint64_t align =
+        &r == &persistent && need >= kHugePageBytes ? kHugePageBytes : kRegionAlign;
+    if (reinterpret_cast<uintptr_t>(r.data) % align != 0)
+      return status_error(StatusCode::kInvalidArgument, "%s region at %p is not %llu-byte aligned",
+                          name, r.data, ull(align));
+  }
+  bound_ = false;
+  hw_.persistent_bytes = 0;
+  for (size_t i = 0; i < exes_.size(); ++i) {
+    const ExecutableInfo& info = exe_info_[i];
+    uint8_t* base = static_cast<uint8_t*>(persistent.data) + info.persistent_offset;
+    LAYA_RETURN_IF_ERROR(exes_[i].backend->load(
+        *exes_[i].exe, info.needs.persistent_bytes ? base : nullptr, info.needs.persistent_bytes));
+    hw_.persistent_bytes = info.persistent_offset + info.needs.persistent_bytes;
+  }
+  persistent_ = persistent;
+  activations_ = activations;
+  scratch_ = scratch;
+  bound_ = true;
+  if (reshaped_) {
+    Status st = reshape_backends();
+    if (!st.is_ok()) {
+      reshaped_ = false;
+      return st;
+    }
+  }
+  return Status::ok();
+}
+
+Status Session::reshape(std::span<const int64_t> values) {
+  if (!bound_) return status_error(StatusCode::kFailedPrecondition, "reshape before bind_memory");
+  const ir::Graph& g = graph_;
+  if (values.size() != g.symbols.size())
+    return status_error(StatusCode::kInvalidArgument, "reshape: %zu symbol values for %zu symbols",
+                        values.size(), g.symbols.size());
+  std::array<int64_t, ir::kMaxSymbols> vals{};
+  size_t bucket = 0;
+  for (size_t k = 0; k < g.symbols.size(); ++k) {
+    const ir::Symbol& sym = g.symbols[k];
+    if (values[k] < sym.min || values[k] > sym.max)
+      return status_error(StatusCode::kOutOfRange, "symbol '%s' = %lld is outside [%lld, %lld]",
+                          sym.name.c_str(), static_cast<long long>(values[k]),
+                          static_cast<long long>(sym.min), static_cast<long long>(sym.max));
+    vals[k] = values[k];
+    const std::vector<int64_t>& b = bounds_[k];
+    const size_t j =
+        static_cast<size_t>(std::lower_bound(b.begin(), b.end(), values[k]) - b.begin());
+    bucket = bucket * b.size() + j;
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (g.values[v].kind == ir::ValueKind::kWeight) continue;
+    LAYA_RETURN_IF_ERROR(ir::shape_eval(g.values[v].shape, vals.data(), &staged_[v]));
+  }
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].kind != ir::ValueKind::kWeight) bindings_[v].extents = staged_[v];
+  symbol_values_ = vals;
+  bucket_ = static_cast<int>(bucket);
+  Status st = reshape_backends();
+  reshaped_ = st.is_ok();
+  return st;
+}
+
+// Activation pointers for the current bucket, then each backend's reshape.
+Status Session::reshape_backends() {
+  const ir::MemoryPlan& plan = buckets_[static_cast<size_t>(bucket_)].plan;
+  uint8_t* base = static_cast<uint8_t*>(activations_.data);
+  for (size_t v = 0; v < graph_.values.size(); ++v)
+    if (plan.offset[v] != ir::kNotPlanned) bindings_[v].data = base + plan.offset[v];
+  cur_scratch_ = 0;
+  for (Exe& e : exes_) {
+    LAYA_RETURN_IF_ERROR(e.backend->reshape(*e.exe, bindings_.data()));
+    cur_scratch_ = std::max(cur_scratch_, e.exe->reshaped_scratch_bytes());
+  }
+  return Status::ok();
+}
+
+Status Session::execute(std::span<const void* const> inputs, std::span<void* const> outputs,
+                        const hal::ProfileSink* profile) {
+  if (!bound_ || !reshaped_)
+    return status_error(StatusCode::kFailedPrecondition, "execute before %s",
+                        bound_ ? "reshape" : "bind_memory");
+  const ir::Graph& g = graph_;
+  if (inputs.size() != g.inputs.size() || outputs.size() != g.outputs.size())
+    return status_error(StatusCode::kInvalidArgument,
+                        "execute: %zu inputs and %zu outputs given, the graph has %zu and %zu",
+                        inputs.size(), outputs.size(), g.inputs.size(), g.outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    bindings_[g.inputs[i]].data = const_cast<void*>(inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) bindings_[g.outputs[i]].data = outputs[i];
+  hal::ExecContext ctx;
+  ctx.values = bindings_.data();
+  ctx.scratch = scratch_.data;
+  ctx.profile = profile;
+  hw_.activation_bytes =
+      std::max(hw_.activation_bytes, buckets_[static_cast<size_t>(bucket_)].plan.arena_bytes);
+  hw_.scratch_bytes = std::max(hw_.scratch_bytes, cur_scratch_);
+  for (Exe& e : exes_) LAYA_RETURN_IF_ERROR(e.backend->execute(*e.exe, ctx));
+  return Status::ok();
+}
+
+// ---- RegionBuffer ----------------------------------------------------------------------------
+
+RegionBuffer::~RegionBuffer() {
+  std::free(data_);
+}
+
+RegionBuffer::RegionBuffer(RegionBuffer&& o) noexcept : data_(o.data_), bytes_(o.bytes_) {
+  o.data_ = nullptr;
+  o.bytes_ = 0;
+}
+
+RegionBuffer& RegionBuffer::operator=(RegionBuffer&& o) noexcept {
+  if (this != &o) {
+    std::free(data_);
+    data_ = o.data_;
+    bytes_ = o.bytes_;
+    o.data_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+Result<RegionBuffer> RegionBuffer::alloc(uint64_t bytes, uint64_t align, bool huge) {
+  RegionBuffer r;
+  if (bytes == 0) return r;
+  if (align < kRegionAlign || (align & (align - 1)) != 0)
+    return status_error(StatusCode::kInvalidArgument, "alignment %llu is not a power of two >= 64",
+                        ull(align));
+  const uint64_t size = round_up(bytes, align);
+  r.data_ = std::aligned_alloc(align, size);
+  if (r.data_ == nullptr)
+    return status_error(StatusCode::kResourceExhausted, "cannot allocate %llu bytes", ull(size));
+  r.bytes_ = size;
+  if (huge && size >= kHugePageBytes) (void)madvise(r.data_, size, MADV_HUGEPAGE);
+  return r;
+}
+
+Result<SessionBuffers> session_buffers_alloc(const Session& s) {
+  const MemoryRequirements& q = s.requirements();
+  SessionBuffers b;
+  LAYA_ASSIGN_OR_RETURN(b.persistent,
+                        RegionBuffer::alloc(q.persistent_bytes, kHugePageBytes, true));
+  LAYA_ASSIGN_OR_RETURN(b.activations,
+                        RegionBuffer::alloc(q.activation_bytes, kRegionAlign, false));
+  LAYA_ASSIGN_OR_RETURN(b.scratch, RegionBuffer::alloc(q.scratch_bytes, kRegionAlign, false));
+  return b;
+}
+
+}  // namespace laya::runtime

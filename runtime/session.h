@@ -1,0 +1,206 @@
+// The session: one graph placed on HAL backends, with caller-owned memory, driven through the
+// lifecycle phases of DESIGN.md. It is what laya-run, the C API and the tests hold.
+//
+//   auto s = Session::prepare(graph, opts);          // prepare: schedule, plan, size (allocates)
+//   SessionBuffers buf = *session_buffers_alloc(**s)  // (or the caller's own regions)
+//   (*s)->bind_memory(buf.persistent.region(), ...);  // prepare: backends pack weights (load)
+//   (*s)->reshape({batch, seq});                      // reshape: pick the bucket, bind activations
+//   (*s)->execute(inputs, outputs);                   // execute: run; allocates nothing
+//
+// Phases and what each call may do:
+//   prepare      verifies the graph, creates the backends, places every node, fuses contiguous
+//                nodes of one backend into one executable, plans activation memory once per shape
+//                bucket, and asks each backend for its persistent / scratch needs. Allocates.
+//   bind_memory  takes the three caller-owned regions, checks size and alignment, and has every
+//                backend write its packed weights into its slice of `persistent`. Allocates only
+//                inside backends' load (temporary buffers while packing).
+//   reshape      concrete symbol values (within bounds) -> the smallest bucket that fits; fills
+//                every value's extents and activation pointer. Allocates nothing.
+//   execute      binds the caller's input / output pointers and runs the executables in order.
+//                Allocates nothing; checks nothing but the argument counts, and the indices the
+//                kernels read from tensors (kIndexOutOfRange naming the node, position and id).
+// A failed call leaves the session as it was before it (still usable); calls out of order fail
+// with kFailedPrecondition. One thread at a time may call into a session.
+//
+// Ownership: the session copies the graph (weights are shared through Graph::keepalive, never
+// copied) and owns its backends and executables. The memory regions are the caller's: they must
+// stay valid and untouched from bind_memory until the session is destroyed or rebound.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hal/hal.h"
+#include "ir/graph.h"
+#include "ir/memory_plan.h"
+#include "ir/status.h"
+
+namespace laya::runtime {
+
+// A caller-owned byte range. `data` is borrowed (see the ownership note above).
+struct MemoryRegion {
+  void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+inline constexpr uint64_t kRegionAlign = 64;                   // every region
+inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;  // persistent when this large
+
+struct SessionOptions {
+  // Backends by registry name, in order of preference. A node goes to the first one whose
+  // supports() accepts it, else to "cpu" (created even when not listed) with the refusals
+  // recorded in the placement report.
+  std::vector<std::string> backends = {"cpu"};
+  hal::BackendOptions backend;  // given to every backend's create
+  // Upper bounds of the shape buckets per symbol (by name). A symbol not listed gets the powers
+  // of two from 16 below its max, plus its max. Bounds must lie within the symbol's [min, max];
+  // the max is always added. Buckets are the cross product over symbols (at most 4096).
+  std::vector<std::pair<std::string, std::vector<int64_t>>> bucket_bounds;
+};
+
+// Bytes the caller's regions must have (each at least 64-byte aligned; `persistent` 2 MiB
+// aligned when it is 2 MiB or more, for huge pages).
+struct MemoryRequirements {
+  uint64_t persistent_bytes = 0;  // packed weights of every executable
+  uint64_t activation_bytes = 0;  // the largest bucket plan
+  uint64_t scratch_bytes = 0;     // the largest executable scratch (executables run in turn)
+};
+
+// What the regions actually used so far.
+struct HighWater {
+  uint64_t persistent_bytes = 0;  // bytes the backends' load wrote (the end of the last slice)
+  uint64_t activation_bytes = 0;  // the largest bucket plan an execute ran with
+  uint64_t scratch_bytes = 0;     // the largest scratch an execute's shapes needed
+};
+
+// Where one node runs, and why it is not on a preferred backend.
+struct NodePlacement {
+  std::string backend;
+  int executable = -1;  // index into Session::executables()
+  // The refusals of the backends listed before the one it runs on ("" when it runs on the first).
+  std::string fallback_reason;
+};
+
+struct ExecutableInfo {
+  std::string backend;
+  std::vector<ir::NodeId> nodes;  // contiguous, in graph order
+  hal::MemoryNeeds needs;
+  uint64_t persistent_offset = 0;  // its slice of the persistent region
+};
+
+// One shape bucket: for each symbol (graph order) the range of values it covers, and the
+// activation plan made at the bucket's largest shapes.
+struct Bucket {
+  std::vector<int64_t> lo, hi;  // inclusive, per symbol
+  ir::MemoryPlan plan;
+};
+
+class Session {
+ public:
+  // Prepare phase. kNotFound for an unknown backend name; kUnsupported when no backend (cpu
+  // included) runs a node; kInvalidArgument for bad bucket bounds; graph errors from the verifier.
+  static Result<std::unique_ptr<Session>> prepare(const ir::Graph& graph,
+                                                  const SessionOptions& opts);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // ---- reports (valid after prepare) ----
+  const ir::Graph& graph() const { return graph_; }
+  const MemoryRequirements& requirements() const { return req_; }
+  const std::vector<NodePlacement>& placement() const { return placement_; }  // per NodeId
+  const std::vector<ExecutableInfo>& executables() const { return exe_info_; }
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // The backends in use, by name (for their capabilities).
+  const hal::Backend* backend(const std::string& name) const;
+
+  // Prepare phase (second half). kResourceExhausted naming the region and the bytes needed when
+  // one is too small; kInvalidArgument when one is misaligned (null is fine for a 0-byte need).
+  // May be called again with other regions (the weights are packed again).
+  Status bind_memory(MemoryRegion persistent, MemoryRegion activations, MemoryRegion scratch);
+
+  // Reshape phase: one value per graph symbol, in graph order. kFailedPrecondition before
+  // bind_memory; kInvalidArgument for a wrong count; kOutOfRange naming the symbol when a value is
+  // outside its bounds. Allocates nothing.
+  Status reshape(std::span<const int64_t> symbol_values);
+  // After reshape: the concrete shape of value `v` (size the input / output buffers with it).
+  const ir::Extents& extents(ir::ValueId v) const { return bindings_[v].extents; }
+  // The bucket the last reshape picked (-1 before any).
+  int current_bucket() const { return bucket_; }
+
+  // Execute phase. `inputs[i]` is the buffer of graph.inputs[i], `outputs[i]` of graph.outputs[i]
+  // (at the extents above; borrowed for the call). kFailedPrecondition before bind_memory and
+  // reshape; kInvalidArgument for wrong counts; kIndexOutOfRange from an embedding; `profile`
+  // (nullable) gets per-node times. Allocates nothing.
+  Status execute(std::span<const void* const> inputs, std::span<void* const> outputs,
+                 const hal::ProfileSink* profile = nullptr);
+
+  HighWater high_water() const { return hw_; }
+
+ private:
+  Session() = default;
+  Status reshape_backends();
+
+  struct Exe {
+    hal::Backend* backend = nullptr;
+    std::unique_ptr<hal::Executable> exe;
+  };
+
+  ir::Graph graph_;
+  std::vector<std::pair<std::string, std::unique_ptr<hal::Backend>>> backends_;
+  std::vector<Exe> exes_;
+  std::vector<ExecutableInfo> exe_info_;
+  std::vector<NodePlacement> placement_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::vector<int64_t>> bounds_;  // per symbol: sorted bucket upper bounds
+  MemoryRequirements req_;
+  HighWater hw_;
+
+  std::vector<hal::TensorBinding> bindings_;  // per ValueId
+  std::vector<ir::Extents> staged_;           // per ValueId: reshape computes here first
+  MemoryRegion persistent_, activations_, scratch_;
+  bool bound_ = false;
+  bool reshaped_ = false;
+  int bucket_ = -1;
+  std::array<int64_t, ir::kMaxSymbols> symbol_values_{};
+  uint64_t cur_scratch_ = 0;
+};
+
+// ---- regions for tools and tests ------------------------------------------------------------
+
+// An owned, aligned allocation (freed on destruction). Move-only.
+class RegionBuffer {
+ public:
+  RegionBuffer() = default;
+  ~RegionBuffer();
+  RegionBuffer(RegionBuffer&& o) noexcept;
+  RegionBuffer& operator=(RegionBuffer&& o) noexcept;
+
+  // `bytes` rounded up to `align` (a power of two >= 64); `huge` adds madvise(MADV_HUGEPAGE).
+  // kResourceExhausted when the allocation fails. 0 bytes gives an empty buffer.
+  static Result<RegionBuffer> alloc(uint64_t bytes, uint64_t align, bool huge);
+
+  MemoryRegion region() const { return {data_, bytes_}; }
+  void* data() const { return data_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+struct SessionBuffers {
+  RegionBuffer persistent;  // 2 MiB aligned, MADV_HUGEPAGE
+  RegionBuffer activations;
+  RegionBuffer scratch;
+};
+
+// Allocates the three regions at `s.requirements()`.
+Result<SessionBuffers> session_buffers_alloc(const Session& s);
+
+}  // namespace laya::runtime

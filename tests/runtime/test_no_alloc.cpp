@@ -1,0 +1,145 @@
+// Execute allocates nothing: every execute after bind_memory and reshape (and every reshape) runs
+// with a process-wide allocation counter on (tests/alloc_hook.h), on 1 and 2 threads, ref and auto
+// kernels, both tiny models. Also the CPU backend's thread pool on its own.
+#include <doctest/doctest.h>
+
+#include <oneapi/tbb/tbb_allocator.h>
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hal/cpu/thread_pool.h"
+#include "tests/alloc_hook.h"
+#include "tests/runtime/session_util.h"
+
+namespace laya::test {
+namespace {
+
+TEST_CASE("the allocation hook sees malloc, operator new and oneTBB's allocator") {
+  REQUIRE(alloc_hook::tbbmalloc_stub_loaded());
+  alloc_hook::start();
+  void* volatile p = std::malloc(16);
+  std::free(p);
+  CHECK(alloc_hook::stop() == 2);
+  alloc_hook::start();
+  auto* volatile v = new std::vector<int>(100);
+  delete v;
+  CHECK(alloc_hook::stop() >= 2);
+  // tbb_allocator goes through oneTBB's allocation handler (scalable_malloc when libtbbmalloc is
+  // loaded): the stand-in must route it to the counted malloc.
+  tbb::tbb_allocator<int> ta;
+  alloc_hook::start();
+  int* q = ta.allocate(64);
+  ta.deallocate(q, 64);
+  CHECK(alloc_hook::stop() >= 1);
+}
+
+TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto kernels)") {
+  for (bool encoder : {true, false})
+    for (int threads : {1, 2})
+      for (const char* kernels : {"ref", "auto"}) {
+        CAPTURE(encoder);
+        CAPTURE(threads);
+        const std::string kernels_name = kernels;
+        CAPTURE(kernels_name);
+        tools::TinyModelConfig cfg;
+        auto g = encoder ? tools::make_tiny_encoder(cfg, 5) : tools::make_tiny_decoder(cfg, 5);
+        REQUIRE(g.is_ok());
+        TinyRun run = make_run(*g, cpu_options(kernels, threads));
+        runtime::Session& s = *run.session;
+        for (int64_t seq : {7, 40, 3}) {  // buckets 0, 2, 0
+          CAPTURE(seq);
+          const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? 2 : 0);
+          const int64_t sym[2] = {2, seq};
+          alloc_hook::start();
+          Status rs = s.reshape(sym);  // reshape allocates nothing either
+          const long reshape_calls = alloc_hook::stop();
+          REQUIRE(rs.is_ok());
+          CHECK(reshape_calls == 0);
+          std::vector<float> out(static_cast<size_t>(s.extents(g->outputs[0]).count()));
+          std::vector<const void*> inputs = {in.ids.data(), in.positions.data()};
+          if (encoder) inputs.push_back(in.key_mask.data());
+          void* outputs[1] = {out.data()};
+          for (int rep = 0; rep < 3; ++rep) {  // the first execute after reshape counts too
+            alloc_hook::start();
+            Status st = s.execute(inputs, outputs);
+            const long calls = alloc_hook::stop();
+            REQUIRE(st.is_ok());
+            INFO("first call on thread " << alloc_hook::first_thread() << ", execute ran on "
+                                         << syscall(SYS_gettid));
+            CHECK(calls == 0);
+          }
+        }
+      }
+}
+
+struct Cover {
+  std::vector<std::atomic<int>>* hits;
+  std::atomic<int>* bad_len;
+  std::atomic<int>* other_thread;
+  std::thread::id caller;
+  int64_t n, grain;
+};
+
+void cover_range(void* ctx, int64_t b, int64_t e) {
+  auto* c = static_cast<Cover*>(ctx);
+  if ((e - b) % c->grain != 0 && e != c->n) c->bad_len->fetch_add(1);
+  if (b % c->grain != 0) c->bad_len->fetch_add(1);
+  if (std::this_thread::get_id() != c->caller) c->other_thread->fetch_add(1);
+  for (int64_t i = b; i < e; ++i) (*c->hits)[static_cast<size_t>(i)].fetch_add(1);
+  std::atomic<int> spin{0};  // a little work per chunk, so the worker gets some
+  while (spin.fetch_add(1, std::memory_order_relaxed) < 2000) {
+  }
+}
+
+TEST_CASE(
+    "cpu thread pool: covers the range once, in grain multiples, on 2 threads, no allocation") {
+  hal::cpu::ArenaPool pool(2);
+  REQUIRE(pool.n_threads() == 2);
+  REQUIRE(pool.warm_up(5000) == 1);  // the one worker loop runs
+  const kernels::ThreadPool* view = pool.view();
+  std::atomic<int> bad_len{0}, other{0};
+  for (int64_t n : {1, 7, 64, 1000, 4097})
+    for (int64_t grain : {1, 4, 16}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      Cover c{&hits, &bad_len, &other, std::this_thread::get_id(), n, grain};
+      for (int rep = 0; rep < 200; ++rep) {
+        alloc_hook::start();
+        view->run(view->impl, n, grain, cover_range, &c);
+        const long calls = alloc_hook::stop();
+        REQUIRE(calls == 0);
+      }
+      for (auto& h : hits) REQUIRE(h.load() == 200);
+    }
+  CHECK(bad_len.load() == 0);
+  CHECK(other.load() > 0);  // the worker took chunks
+
+  // A nested run (from inside a chunk) runs serially instead of deadlocking.
+  struct Nested {
+    const kernels::ThreadPool* pool;
+    std::atomic<int64_t> sum{0};
+  } nested{view};
+  view->run(
+      view->impl, 64, 1,
+      [](void* ctx, int64_t b, int64_t e) {
+        auto* n = static_cast<Nested*>(ctx);
+        for (int64_t i = b; i < e; ++i)
+          n->pool->run(
+              n->pool->impl, 10, 1,
+              [](void* c2, int64_t b2, int64_t e2) {
+                static_cast<Nested*>(c2)->sum.fetch_add(e2 - b2);
+              },
+              n);
+      },
+      &nested);
+  CHECK(nested.sum.load() == 640);
+}
+
+}  // namespace
+}  // namespace laya::test

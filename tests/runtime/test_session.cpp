@@ -1,0 +1,508 @@
+// Session lifecycle, errors, shape buckets, the scheduler, and the backend registry.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "kernels/kernels.h"
+#include "tests/runtime/session_util.h"
+
+namespace laya::test {
+namespace {
+
+using runtime::MemoryRegion;
+using runtime::Session;
+using runtime::SessionOptions;
+
+ir::Graph encoder(ir::DType dtype = ir::DType::k_f32) {
+  tools::TinyModelConfig cfg;
+  cfg.matmul_dtype = dtype;
+  auto g = tools::make_tiny_encoder(cfg, 11);
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+bool contains(const char* haystack, const std::string& needle) {
+  return std::string(haystack).find(needle) != std::string::npos;
+}
+
+TEST_CASE("lifecycle: calls out of order fail with kFailedPrecondition") {
+  const ir::Graph g = encoder();
+  auto s = Session::prepare(g, cpu_options("ref"));
+  REQUIRE(s.is_ok());
+  Session& session = **s;
+  const TinyInputs in = tiny_inputs(1, 8, 101);
+  std::vector<float> out(8 * 64);
+  const void* inputs[3] = {in.ids.data(), in.positions.data(), in.key_mask.data()};
+  void* outputs[1] = {out.data()};
+  CHECK(session.execute(inputs, outputs).code() == StatusCode::kFailedPrecondition);
+  const int64_t sym[2] = {1, 8};
+  CHECK(session.reshape(sym).code() == StatusCode::kFailedPrecondition);
+
+  auto buf = runtime::session_buffers_alloc(session);
+  REQUIRE(buf.is_ok());
+  REQUIRE(
+      session
+          .bind_memory(buf->persistent.region(), buf->activations.region(), buf->scratch.region())
+          .is_ok());
+  Status st = session.execute(inputs, outputs);
+  CHECK(st.code() == StatusCode::kFailedPrecondition);
+  CHECK(contains(st.message(), "reshape"));
+  REQUIRE(session.reshape(sym).is_ok());
+  CHECK(session.execute(inputs, outputs).is_ok());
+  // Wrong argument counts are refused, not read past.
+  CHECK(session.execute(std::span<const void* const>(inputs, 2), outputs).code() ==
+        StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("errors leave the session usable: regions, bounds, alignment, ids") {
+  const ir::Graph g = encoder();
+  TinyRun run = make_run(g, cpu_options("ref"));
+  Session& s = *run.session;
+  const TinyInputs in = tiny_inputs(2, 9, 101, 2);
+  std::vector<float> want, got;
+  REQUIRE(run_tiny(s, in, &want).is_ok());
+  auto same_again = [&] {
+    Status st = run_tiny(s, in, &got);
+    REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+    CHECK(got == want);
+  };
+
+  const runtime::MemoryRequirements& req = s.requirements();
+  REQUIRE(req.persistent_bytes > 0);
+  REQUIRE(req.activation_bytes > 0);
+  REQUIRE(req.scratch_bytes > 0);
+  MemoryRegion p = run.buffers.persistent.region(), a = run.buffers.activations.region(),
+               sc = run.buffers.scratch.region();
+
+  SUBCASE("too-small regions: kResourceExhausted naming the region and the bytes needed") {
+    const struct {
+      const char* name;
+      int which;
+      uint64_t need;
+    } cases[] = {{"persistent", 0, req.persistent_bytes},
+                 {"activations", 1, req.activation_bytes},
+                 {"scratch", 2, req.scratch_bytes}};
+    for (const auto& c : cases) {
+      MemoryRegion r[3] = {p, a, sc};
+      r[c.which].bytes = c.need - 1;
+      Status st = s.bind_memory(r[0], r[1], r[2]);
+      CHECK(st.code() == StatusCode::kResourceExhausted);
+      CHECK(contains(st.message(), c.name));
+      CHECK(contains(st.message(), std::to_string(c.need)));
+      same_again();
+    }
+    MemoryRegion none;
+    CHECK(s.bind_memory(p, none, sc).code() == StatusCode::kResourceExhausted);
+    same_again();
+  }
+
+  SUBCASE("misaligned regions: kInvalidArgument") {
+    // Regions one cache line larger, then offset by 32 bytes.
+    auto big_p = runtime::RegionBuffer::alloc(req.persistent_bytes + 64, 64, false);
+    auto big_a = runtime::RegionBuffer::alloc(req.activation_bytes + 64, 64, false);
+    auto big_s = runtime::RegionBuffer::alloc(req.scratch_bytes + 64, 64, false);
+    REQUIRE(big_p.is_ok());
+    REQUIRE(big_a.is_ok());
+    REQUIRE(big_s.is_ok());
+    auto shifted = [](const runtime::RegionBuffer& b) {
+      return MemoryRegion{static_cast<uint8_t*>(b.data()) + 32, b.bytes() - 32};
+    };
+    Status st = s.bind_memory(shifted(*big_p), a, sc);
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(contains(st.message(), "persistent"));
+    CHECK(s.bind_memory(p, shifted(*big_a), sc).code() == StatusCode::kInvalidArgument);
+    CHECK(s.bind_memory(p, a, shifted(*big_s)).code() == StatusCode::kInvalidArgument);
+    same_again();
+    // Rebinding to other (aligned) regions works and gives the same results.
+    REQUIRE(s.bind_memory(big_p->region(), big_a->region(), big_s->region()).is_ok());
+    same_again();
+    REQUIRE(s.bind_memory(p, a, sc).is_ok());
+  }
+
+  SUBCASE("reshape outside the bounds: kOutOfRange naming the symbol") {
+    const int64_t bad[][2] = {{1, 65}, {1, 0}, {3, 8}, {0, 8}};
+    for (const auto& v : bad) {
+      Status st = s.reshape(v);
+      CHECK(st.code() == StatusCode::kOutOfRange);
+      CHECK(contains(st.message(), v[0] < 1 || v[0] > 2 ? "batch" : "seq"));
+    }
+    const int64_t three[3] = {1, 8, 1};
+    CHECK(s.reshape(three).code() == StatusCode::kInvalidArgument);
+    // The previous shape is still in place: execute runs at (2, 9).
+    std::vector<float> out(want.size());
+    const void* inputs[3] = {in.ids.data(), in.positions.data(), in.key_mask.data()};
+    void* outputs[1] = {out.data()};
+    REQUIRE(s.execute(inputs, outputs).is_ok());
+    CHECK(out == want);
+    same_again();
+  }
+
+  SUBCASE("an embedding id out of range: kIndexOutOfRange naming node, position and id") {
+    for (int32_t bad_id : {101, -1, 1 << 30}) {
+      TinyInputs bad = in;
+      bad.ids[5] = bad_id;
+      std::vector<float> out;
+      Status st = run_tiny(s, bad, &out);
+      CHECK(st.code() == StatusCode::kIndexOutOfRange);
+      CHECK(contains(st.message(), "embed"));
+      CHECK(contains(st.message(), "position 5"));
+      CHECK(contains(st.message(), "id " + std::to_string(bad_id)));
+      same_again();
+    }
+  }
+}
+
+TEST_CASE("a large persistent region must be 2 MiB aligned; large weights sit on 2 MiB") {
+  tools::TinyModelConfig cfg;
+  cfg.d_model = 512;
+  cfg.d_ff = 1024;
+  cfg.n_heads = 8;
+  cfg.n_layers = 1;
+  cfg.max_seq = 16;
+  auto g = tools::make_tiny_encoder(cfg, 3);
+  REQUIRE(g.is_ok());
+  auto s = Session::prepare(*g, cpu_options("ref"));
+  REQUIRE(s.is_ok());
+  const runtime::MemoryRequirements& req = (*s)->requirements();
+  REQUIRE(req.persistent_bytes >= runtime::kHugePageBytes);
+  auto buf = runtime::session_buffers_alloc(**s);
+  REQUIRE(buf.is_ok());
+  CHECK(reinterpret_cast<uintptr_t>(buf->persistent.data()) % runtime::kHugePageBytes == 0);
+  auto off = runtime::RegionBuffer::alloc(req.persistent_bytes + 4096, 64, false);
+  REQUIRE(off.is_ok());
+  uint8_t* base = static_cast<uint8_t*>(off->data());
+  if (reinterpret_cast<uintptr_t>(base) % runtime::kHugePageBytes == 0) base += 64;
+  Status st = (*s)->bind_memory(MemoryRegion{base, req.persistent_bytes}, buf->activations.region(),
+                                buf->scratch.region());
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(st.message(), "persistent"));
+  REQUIRE(
+      (*s)->bind_memory(buf->persistent.region(), buf->activations.region(), buf->scratch.region())
+          .is_ok());
+  CHECK((*s)->high_water().persistent_bytes == req.persistent_bytes);
+  // The wi weight ([2048, 512] f32 = 4 MiB) is packed at a 2 MiB boundary: with ref kernels the
+  // packed layout is the file layout, so its bytes are findable in the region.
+  const ir::Value& wi = g->values[g->find_value("l0.wi")];
+  bool found = false;
+  for (uint64_t off2 = 0; off2 + wi.nbytes <= req.persistent_bytes; off2 += runtime::kHugePageBytes)
+    found = found || std::memcmp(static_cast<uint8_t*>(buf->persistent.data()) + off2, wi.data,
+                                 wi.nbytes) == 0;
+  CHECK(found);
+}
+
+TEST_CASE("buckets: lengths across buckets match per-length runs; high-water marks grow") {
+  const ir::Graph g = encoder();
+  TinyRun run = make_run(g, cpu_options("ref"));
+  Session& s = *run.session;
+  // batch max 2 -> {2}; seq max 64 -> {16, 32, 64}.
+  REQUIRE(s.buckets().size() == 3);
+  CHECK(s.buckets()[0].lo == std::vector<int64_t>{1, 1});
+  CHECK(s.buckets()[0].hi == std::vector<int64_t>{2, 16});
+  CHECK(s.buckets()[1].lo == std::vector<int64_t>{1, 17});
+  CHECK(s.buckets()[2].hi == std::vector<int64_t>{2, 64});
+  CHECK(s.buckets()[0].plan.arena_bytes < s.buckets()[2].plan.arena_bytes);
+  CHECK(s.requirements().activation_bytes == s.buckets()[2].plan.arena_bytes);
+  CHECK(s.high_water().activation_bytes == 0);
+  CHECK(s.high_water().persistent_bytes == s.requirements().persistent_bytes);
+
+  // One bucket only (the max): the per-length reference runs.
+  SessionOptions one = cpu_options("ref");
+  one.bucket_bounds = {{"seq", {64}}};
+  TinyRun ref = make_run(g, one);
+  REQUIRE(ref.session->buckets().size() == 1);
+
+  const struct {
+    int64_t seq;
+    int bucket;
+  } steps[] = {{5, 0}, {16, 0}, {17, 1}, {40, 2}, {64, 2}, {3, 0}, {33, 2}};
+  uint64_t prev_act = 0, prev_scratch = 0;
+  for (const auto& step : steps) {
+    CAPTURE(step.seq);
+    const TinyInputs in = tiny_inputs(2, step.seq, 101, 1, static_cast<uint32_t>(step.seq));
+    std::vector<float> got, want;
+    REQUIRE(run_tiny(s, in, &got).is_ok());
+    CHECK(s.current_bucket() == step.bucket);
+    REQUIRE(run_tiny(*ref.session, in, &want).is_ok());
+    CHECK(got == want);
+    const runtime::HighWater hw = s.high_water();
+    CHECK(hw.activation_bytes >= s.buckets()[static_cast<size_t>(step.bucket)].plan.arena_bytes);
+    CHECK(hw.activation_bytes >= prev_act);
+    CHECK(hw.activation_bytes <= s.requirements().activation_bytes);
+    CHECK(hw.scratch_bytes >= prev_scratch);
+    CHECK(hw.scratch_bytes <= s.requirements().scratch_bytes);
+    if (step.seq == 5) {
+      CHECK(hw.activation_bytes == s.buckets()[0].plan.arena_bytes);
+      CHECK(hw.activation_bytes < s.requirements().activation_bytes);
+    }
+    if (step.seq == 64) {
+      CHECK(hw.activation_bytes == s.requirements().activation_bytes);
+      CHECK(hw.scratch_bytes == s.requirements().scratch_bytes);
+    }
+    prev_act = hw.activation_bytes;
+    prev_scratch = hw.scratch_bytes;
+  }
+
+  SUBCASE("custom bounds") {
+    SessionOptions o = cpu_options("ref");
+    o.bucket_bounds = {{"seq", {24, 8}}};
+    auto c = Session::prepare(g, o);
+    REQUIRE(c.is_ok());
+    REQUIRE((*c)->buckets().size() == 3);
+    CHECK((*c)->buckets()[1].lo[1] == 9);
+    CHECK((*c)->buckets()[1].hi[1] == 24);
+    o.bucket_bounds = {{"seq", {65}}};
+    CHECK(Session::prepare(g, o).status().code() == StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("scheduler: null refuses, every node falls back to cpu with the reason") {
+  const ir::Graph g = encoder();
+  for (const std::vector<std::string>& list :
+       {std::vector<std::string>{"null", "cpu"}, std::vector<std::string>{"null"}}) {
+    SessionOptions o = cpu_options("ref");
+    o.backends = list;
+    TinyRun run = make_run(g, o);
+    const Session& s = *run.session;
+    REQUIRE(s.placement().size() == g.nodes.size());
+    for (const runtime::NodePlacement& p : s.placement()) {
+      CHECK(p.backend == "cpu");
+      CHECK(p.executable == 0);
+      CHECK(contains(p.fallback_reason.c_str(), "null: "));
+      CHECK(contains(p.fallback_reason.c_str(), "the null backend runs no ops"));
+    }
+    REQUIRE(s.executables().size() == 1);  // contiguous nodes on one backend: one executable
+    CHECK(s.executables()[0].nodes.size() == g.nodes.size());
+    REQUIRE(s.backend("cpu") != nullptr);
+    CHECK(s.backend("null") != nullptr);
+    const TinyInputs in = tiny_inputs(1, 6, 101);
+    std::vector<float> a, b;
+    REQUIRE(run_tiny(*run.session, in, &a).is_ok());
+    TinyRun plain = make_run(g, cpu_options("ref"));
+    REQUIRE(run_tiny(*plain.session, in, &b).is_ok());
+    CHECK(a == b);
+    for (const runtime::NodePlacement& p : plain.session->placement())
+      CHECK(p.fallback_reason.empty());
+  }
+}
+
+TEST_CASE("scheduler: unknown backend names fail with kNotFound") {
+  const ir::Graph g = encoder();
+  for (const std::vector<std::string>& list :
+       {std::vector<std::string>{"nope"}, std::vector<std::string>{"cpu", "npu9000"}}) {
+    SessionOptions o;
+    o.backends = list;
+    Status st = Session::prepare(g, o).status();
+    CHECK(st.code() == StatusCode::kNotFound);
+    CHECK(contains(st.message(), list.back()));
+  }
+}
+
+TEST_CASE("scheduler: a node nobody runs fails prepare with the reasons") {
+  // A matmul whose weight is computed (here: a graph input): valid IR, but the CPU backend packs
+  // weights at load, so it refuses; with no other backend, prepare fails naming node and reason.
+  ir::GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 4);
+  const ir::ValueId x =
+      b.input("x", ir::DType::k_f32, ir::Shape::of({ir::Dim::sym(seq), ir::Dim::fixed(32)}));
+  const ir::ValueId w = b.input("w", ir::DType::k_f32, ir::Shape::fixed({8, 32}));
+  b.output(b.matmul(x, w, ir::kNoValue, "mm_act"), "y");
+  auto g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  for (const std::vector<std::string>& list :
+       {std::vector<std::string>{"cpu"}, std::vector<std::string>{"null"}}) {
+    SessionOptions o = cpu_options("ref");
+    o.backends = list;
+    Status st = Session::prepare(*g, o).status();
+    CHECK(st.code() == StatusCode::kUnsupported);
+    CHECK(contains(st.message(), "mm_act"));
+    CHECK(contains(st.message(), "constant"));
+    if (list[0] == "null") CHECK(contains(st.message(), "null backend runs no ops"));
+  }
+}
+
+TEST_CASE("profile sink gets one measured time per node") {
+  const ir::Graph g = encoder();
+  TinyRun run = make_run(g, cpu_options("ref"));
+  const TinyInputs in = tiny_inputs(1, 8, 101);
+  const int64_t sym[2] = {1, 8};
+  REQUIRE(run.session->reshape(sym).is_ok());
+  struct Seen {
+    std::vector<int> count;
+    bool negative = false, modelled = false;
+  } seen;
+  seen.count.assign(g.nodes.size(), 0);
+  hal::ProfileSink sink;
+  sink.user = &seen;
+  sink.on_node = [](void* user, ir::NodeId n, double ms, bool modelled) {
+    auto* s = static_cast<Seen*>(user);
+    s->count[n]++;
+    s->negative = s->negative || ms < 0;
+    s->modelled = s->modelled || modelled;
+  };
+  std::vector<float> out(static_cast<size_t>(run.session->extents(g.outputs[0]).count()));
+  const void* inputs[3] = {in.ids.data(), in.positions.data(), in.key_mask.data()};
+  void* outputs[1] = {out.data()};
+  REQUIRE(run.session->execute(inputs, outputs, &sink).is_ok());
+  for (int c : seen.count) CHECK(c == 1);
+  CHECK_FALSE(seen.negative);
+  CHECK_FALSE(seen.modelled);
+}
+
+hal::BackendInfo fake_info(uint32_t version, const char* name) {
+  hal::BackendInfo info;
+  info.api_version = version;
+  info.name = name;
+  info.create = [](const hal::BackendOptions&) -> Result<std::unique_ptr<hal::Backend>> {
+    return status_error(StatusCode::kUnsupported, "fake");
+  };
+  return info;
+}
+
+TEST_CASE("registry: builtin backends, API version check, duplicates, unknown names") {
+  const hal::Registry& reg = hal::builtin_registry();
+  REQUIRE(reg.find("cpu") != nullptr);
+  REQUIRE(reg.find("null") != nullptr);
+  CHECK(reg.find("ax9999") == nullptr);
+  std::vector<std::string> names;
+  for (const hal::BackendInfo& i : reg.list()) names.push_back(i.name);
+  CHECK(std::find(names.begin(), names.end(), "cpu") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "null") != names.end());
+
+  hal::Registry r;
+  Status st = r.add(fake_info(hal::kApiVersion + 1, "future"));
+  CHECK(st.code() == StatusCode::kBackendVersionMismatch);
+  CHECK(contains(st.message(), "future"));
+  CHECK(r.find("future") == nullptr);
+  CHECK(r.add(fake_info(hal::kApiVersion, "fake")).is_ok());
+  CHECK(r.add(fake_info(hal::kApiVersion, "fake")).code() == StatusCode::kInvalidArgument);
+  CHECK(r.create("missing", {}).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("cpu backend: capabilities and kernel selection") {
+  const hal::Registry& reg = hal::builtin_registry();
+  hal::BackendOptions o;
+  o.n_threads = 2;
+  o.kernels = "ref";
+  auto cpu = reg.create("cpu", o);
+  REQUIRE(cpu.is_ok());
+  const hal::Capabilities& caps = (*cpu)->capabilities();
+  CHECK(std::string(caps.name) == "cpu");
+  CHECK(caps.n_groups == 2);
+  CHECK_FALSE(caps.modelled_time);
+  for (ir::DType d : {ir::DType::k_f32, ir::DType::k_f16, ir::DType::k_bf16, ir::DType::k_i8,
+                      ir::DType::k_q8_0, ir::DType::k_q4_0, ir::DType::k_q4_1})
+    CHECK((caps.weight_dtypes >> static_cast<int>(d) & 1) == 1);
+  CHECK((caps.weight_dtypes >> static_cast<int>(ir::DType::k_i32) & 1) == 0);
+  CHECK(contains(caps.description, "ref"));
+
+  for (int64_t t : kernels::kernel_hwy_targets()) {
+    o.kernels = kernels::kernel_target_name(t);
+    auto b = reg.create("cpu", o);
+    REQUIRE_MESSAGE(b.is_ok(), o.kernels);
+    CHECK(contains((*b)->capabilities().description, o.kernels));
+  }
+  o.kernels = "AVX9000";
+  Status st = reg.create("cpu", o).status();
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(st.message(), "AVX9000"));
+  o.kernels = "auto";
+  o.n_threads = -1;
+  CHECK(reg.create("cpu", o).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("cpu backend: supports() refuses with reasons") {
+  ir::GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 4);
+  const ir::Shape xs = ir::Shape::of({ir::Dim::sym(seq), ir::Dim::fixed(32)});
+  const ir::ValueId x = b.input("x", ir::DType::k_f32, xs);
+  const ir::ValueId w = b.input("w", ir::DType::k_f32, ir::Shape::fixed({8, 32}));
+  b.output(b.matmul(x, w, ir::kNoValue, "mm_act"), "y");
+  auto g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  auto cpu = hal::builtin_registry().create("cpu", {});
+  REQUIRE(cpu.is_ok());
+  Status st = (*cpu)->supports(*g, g->nodes[0]);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(contains(st.message(), "constant"));
+  // The whole tiny encoder and decoder are supported, in every matmul dtype the builders make.
+  for (ir::DType d : {ir::DType::k_f32, ir::DType::k_f16, ir::DType::k_bf16, ir::DType::k_q8_0,
+                      ir::DType::k_q4_0, ir::DType::k_q4_1}) {
+    tools::TinyModelConfig cfg;
+    cfg.matmul_dtype = d;
+    for (bool enc : {true, false}) {
+      auto m = enc ? tools::make_tiny_encoder(cfg, 1) : tools::make_tiny_decoder(cfg, 1);
+      REQUIRE(m.is_ok());
+      for (const ir::Node& n : m->nodes) CHECK_MESSAGE((*cpu)->supports(*m, n).is_ok(), n.name);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace laya::test
+
+namespace laya::test {
+namespace {
+
+// embedding (i8 table) -> matmul (i8 weight) with the given quantization of both.
+ir::Graph i8_graph(bool per_tensor, const std::vector<int8_t>& table, const std::vector<int8_t>& w,
+                   float s_table, float s_w) {
+  ir::GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 8);
+  const ir::ValueId ids = b.input("ids", ir::DType::k_i32, ir::Shape::of({ir::Dim::sym(seq)}),
+                                  ir::InputRole::kTokenIds);
+  auto quant = [&](float s, int64_t rows) {
+    ir::Quant q;
+    q.kind = per_tensor ? ir::QuantKind::kPerTensor : ir::QuantKind::kPerChannel;
+    q.axis = 0;
+    q.scales.assign(per_tensor ? 1 : static_cast<size_t>(rows), s);
+    return q;
+  };
+  const ir::ValueId t = b.weight("table", ir::DType::k_i8, ir::Shape::fixed({10, 32}), table.data(),
+                                 table.size(), quant(s_table, 10));
+  const ir::ValueId wv =
+      b.weight("w", ir::DType::k_i8, ir::Shape::fixed({6, 32}), w.data(), w.size(), quant(s_w, 6));
+  b.output(b.matmul(b.embedding(t, ids, "embed"), wv, ir::kNoValue, "mm"), "y");
+  auto g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+TEST_CASE("i8 weights: per-tensor scales behave as the same scale per row") {
+  std::vector<int8_t> table(320), w(192);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int8_t>((i * 37) % 255 - 127);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>((i * 91) % 255 - 127);
+  const float st = 0.01f, sw = 0.02f;
+  const std::vector<int32_t> ids = {3, 0, 9, 4, 4};
+  std::vector<std::vector<float>> outs;
+  for (bool per_tensor : {true, false}) {
+    const ir::Graph g = i8_graph(per_tensor, table, w, st, sw);
+    TinyRun run = make_run(g, cpu_options("ref"));
+    const int64_t sym[1] = {5};
+    REQUIRE(run.session->reshape(sym).is_ok());
+    std::vector<float> y(30);
+    const void* in[1] = {ids.data()};
+    void* out[1] = {y.data()};
+    REQUIRE(run.session->execute(in, out).is_ok());
+    outs.push_back(y);
+  }
+  CHECK(outs[0] == outs[1]);
+  // And close to the float product (the kernel quantizes x to int8 per row: ~1% error).
+  for (size_t r = 0; r < ids.size(); ++r)
+    for (int j = 0; j < 6; ++j) {
+      double acc = 0, mag = 0;
+      for (int i = 0; i < 32; ++i) {
+        const double p = st * table[ids[r] * 32 + i] * sw * w[j * 32 + i];
+        acc += p;
+        mag += std::abs(p);
+      }
+      CHECK(std::abs(outs[0][r * 6 + j] - acc) <= 0.02 * mag);
+    }
+}
+
+}  // namespace
+}  // namespace laya::test
