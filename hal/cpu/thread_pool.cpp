@@ -25,8 +25,9 @@ inline void cpu_relax() {
 #endif
 }
 
-constexpr int kWorkerSpins = 4000;  // ~0.1 ms of pause before parking on the futex
-constexpr int kCallerSpins = 2000;  // then sched_yield while workers finish their chunks
+constexpr int kWorkerSpins = 4000;         // ~0.1 ms of pause before parking on the futex
+constexpr int kCallerSpins = 2000;         // then sched_yield while workers finish their chunks
+constexpr uint64_t kClosed = 0xffffffffu;  // ticket index of a generation that takes no claims
 
 // The job slot of one arena, shared by its caller and its worker loops.
 struct JobSlot {
@@ -43,14 +44,19 @@ struct JobSlot {
   std::atomic<int> running{0};    // worker loops currently inside the arena
 
   // Claims and runs chunks of job `g` until none is left (or the slot moved to another job).
+  //
+  // Posting a job first closes the previous generation's ticket (index kClosed), then writes the
+  // parameters, then opens the new ticket, all seq_cst. A late worker still in work(old) that
+  // reads a parameter of the new job therefore also reads a closed or newer ticket and claims
+  // nothing: it can never run a chunk with mixed parameters or count towards the new job's done.
   void work(uint32_t g) {
-    const kernels::RangeFn f = fn.load(std::memory_order_relaxed);
-    void* const c = ctx.load(std::memory_order_relaxed);
-    const int64_t total = n.load(std::memory_order_relaxed);
-    const int64_t len = chunk.load(std::memory_order_relaxed);
-    const uint64_t count = static_cast<uint64_t>(n_chunks.load(std::memory_order_relaxed));
+    const kernels::RangeFn f = fn.load(std::memory_order_seq_cst);
+    void* const c = ctx.load(std::memory_order_seq_cst);
+    const int64_t total = n.load(std::memory_order_seq_cst);
+    const int64_t len = chunk.load(std::memory_order_seq_cst);
+    const uint64_t count = static_cast<uint64_t>(n_chunks.load(std::memory_order_seq_cst));
     tls_in_job = true;
-    uint64_t t = ticket.load(std::memory_order_acquire);
+    uint64_t t = ticket.load(std::memory_order_seq_cst);
     while ((t >> 32) == g && (t & 0xffffffffu) < count) {
       if (!ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
                                         std::memory_order_acquire))
@@ -170,20 +176,21 @@ void ArenaPool::run(void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, v
   const int64_t per = std::max<int64_t>(1, (n + grain * threads * 4 - 1) / (grain * threads * 4));
   const int64_t len = per * grain;
   const int64_t count = (n + len - 1) / len;
-  if (threads <= 1 || count <= 1 || count > 0xffffffffLL || tls_in_job ||
+  if (threads <= 1 || count <= 1 || count >= static_cast<int64_t>(kClosed) || tls_in_job ||
       self.arena_->slot.busy.exchange(true, std::memory_order_acquire)) {
     fn(ctx, 0, n);
     return;
   }
   JobSlot& s = self.arena_->slot;
-  s.fn.store(fn, std::memory_order_relaxed);
-  s.ctx.store(ctx, std::memory_order_relaxed);
-  s.n.store(n, std::memory_order_relaxed);
-  s.chunk.store(len, std::memory_order_relaxed);
-  s.n_chunks.store(count, std::memory_order_relaxed);
-  s.done.store(0, std::memory_order_relaxed);
   const uint32_t g = s.gen.load(std::memory_order_relaxed) + 1;
-  s.ticket.store(uint64_t{g} << 32, std::memory_order_release);
+  s.ticket.store((uint64_t{g - 1} << 32) | kClosed, std::memory_order_seq_cst);  // see work()
+  s.fn.store(fn, std::memory_order_seq_cst);
+  s.ctx.store(ctx, std::memory_order_seq_cst);
+  s.n.store(n, std::memory_order_seq_cst);
+  s.chunk.store(len, std::memory_order_seq_cst);
+  s.n_chunks.store(count, std::memory_order_seq_cst);
+  s.done.store(0, std::memory_order_seq_cst);
+  s.ticket.store(uint64_t{g} << 32, std::memory_order_seq_cst);
   s.gen.store(g, std::memory_order_release);
   s.gen.notify_all();  // a futex wake only when a worker is parked
   s.work(g);

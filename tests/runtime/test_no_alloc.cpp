@@ -141,5 +141,30 @@ TEST_CASE(
   CHECK(nested.sum.load() == 640);
 }
 
+TEST_CASE("cpu thread pool: back-to-back jobs of different sizes never mix their chunks") {
+  // A worker that is late for one job must not claim a chunk of the next one with mixed
+  // parameters (or count it as done for the wrong job): alternate small and large jobs with
+  // distinct contexts and check each job covered its own range exactly once.
+  hal::cpu::ArenaPool pool(2);
+  REQUIRE(pool.warm_up(5000) == 1);
+  const kernels::ThreadPool* view = pool.view();
+  struct Job {
+    std::vector<int> hits;
+  };
+  Job small, large;
+  small.hits.resize(3);
+  large.hits.resize(257);
+  auto fn = [](void* ctx, int64_t b, int64_t e) {
+    auto* j = static_cast<Job*>(ctx);
+    for (int64_t i = b; i < e; ++i) j->hits[static_cast<size_t>(i)] += 1;
+  };
+  for (int rep = 0; rep < 20000; ++rep) {
+    Job& j = rep % 2 ? large : small;
+    std::fill(j.hits.begin(), j.hits.end(), 0);
+    view->run(view->impl, static_cast<int64_t>(j.hits.size()), 1, fn, &j);
+    for (int h : j.hits) REQUIRE(h == 1);
+  }
+}
+
 }  // namespace
 }  // namespace laya::test
