@@ -171,6 +171,20 @@ Status graph_verify(const Graph& g) {
                        "graph outputs must be distinct node outputs");
     listed[id] = 1;
   }
+  // Callers bind inputs and outputs by name: those names must be unique and non-empty.
+  for (const std::vector<ValueId>* list : {&g.inputs, &g.outputs}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Value& v = g.values[(*list)[i]];
+      if (v.name.empty())
+        return value_err(StatusCode::kGraphInvalid, (*list)[i], v,
+                         "graph inputs and outputs need a name");
+      for (size_t j = 0; j < i; ++j)
+        if (g.values[(*list)[j]].name == v.name)
+          return value_err(StatusCode::kGraphInvalid, (*list)[i], v,
+                           list == &g.inputs ? "two graph inputs share this name"
+                                             : "two graph outputs share this name");
+    }
+  }
 
   // Nodes: producers, order, shapes.
   std::vector<std::vector<NodeId>> consumers(nv);

@@ -272,6 +272,14 @@ TEST_CASE("verify: graph inputs and outputs") {
     m3.g.outputs.push_back(888);
     CHECK_STATUS(graph_verify(m3.g), StatusCode::kGraphInvalid, "888");
   }
+  SUBCASE("inputs and outputs are bound by name: names unique and non-empty") {
+    TinyModel m = make_tiny_model();
+    m.g.values[m.g.inputs[1]].name = m.g.values[m.g.inputs[0]].name;
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "two graph inputs share");
+    TinyModel m2 = make_tiny_model();
+    m2.g.values[m2.logits].name = "";
+    CHECK_STATUS(graph_verify(m2.g), StatusCode::kGraphInvalid, "need a name");
+  }
 }
 
 TEST_CASE("verify: ops and symbols") {
