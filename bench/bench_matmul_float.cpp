@@ -1,0 +1,191 @@
+// Float-weight matmul kernels (f32, f16, bf16) on the best Highway target, 1 thread (pool null):
+//  - GEMM (m > 1) and cache-resident GEMV (m = 1): GFLOP/s and % of the fp32 FMA peak (f32, f16:
+//    the products run on f32 FMAs) or of the vdpbf16ps peak (bf16).
+//  - GEMV from DRAM: 4 weight matrices of 64 MiB each (256 MiB > the 32 MiB L3), cycled, 2 MiB
+//    pages: GB/s of packed weights read and % of the DRAM read peak.
+//  - Peers in the same binary (when OpenBLAS is found): cblas_sgemm (weights [n, k], CblasTrans)
+//    and cblas_sgemv from DRAM, set to 1 thread.
+// Shapes are "m, k, n" (x [m, k], W [n, k], y [m, n]).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "bench/peak.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+#ifdef LAYA_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace {
+
+using laya::kernels::MatmulKernel;
+using laya::kernels::WType;
+
+const laya::kernels::KernelTable& table() {
+  static const laya::kernels::KernelTable t = laya::kernels::kernel_table_hwy(0);
+  return t;
+}
+
+// Deterministic values in [-1, 1] (xorshift; fast enough for 256 MiB of weights).
+struct Rng {
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  float next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return static_cast<float>(static_cast<int32_t>(s >> 32)) * (1.0f / 2147483648.0f);
+  }
+};
+
+// A weight matrix in the file layout of `type` ([n, k] f32, half or bf16 bits).
+std::vector<uint8_t> file_weights(WType type, int64_t n, int64_t k, Rng& rng) {
+  const size_t count = static_cast<size_t>(n * k);
+  std::vector<uint8_t> w(count * (type == WType::k_f32 ? 4 : 2));
+  for (size_t i = 0; i < count; ++i) {
+    const float v = rng.next();
+    if (type == WType::k_f32) {
+      std::memcpy(w.data() + 4 * i, &v, 4);
+    } else {
+      const uint16_t h =
+          type == WType::k_f16 ? laya::kernels::f32_to_f16(v) : laya::kernels::f32_to_bf16(v);
+      std::memcpy(w.data() + 2 * i, &h, 2);
+    }
+  }
+  return w;
+}
+
+struct HugeBuffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit HugeBuffer(size_t b) : p(laya::bench::huge_alloc(b)), bytes(b) {}
+  HugeBuffer(HugeBuffer&& o) noexcept : p(o.p), bytes(o.bytes) { o.p = nullptr; }
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(HugeBuffer&&) = delete;
+  ~HugeBuffer() {
+    if (p != nullptr) laya::bench::huge_free(p, bytes);
+  }
+};
+
+// Packed weights of one matrix, ready for kern.run.
+HugeBuffer packed_weights(const MatmulKernel& kern, WType type, int64_t n, int64_t k, Rng& rng) {
+  HugeBuffer b(kern.packed_bytes(n, k));
+  const std::vector<uint8_t> w = file_weights(type, n, k, rng);
+  kern.pack(w.data(), nullptr, n, k, b.p);
+  return b;
+}
+
+double peak_for(WType type) {
+  return type == WType::k_bf16 ? laya::bench::peaks().bf16_gflops
+                               : laya::bench::peaks().fp32_gflops;
+}
+
+// y[m, n] = x[m, k] . W^T, weights cache-resident after the first iteration (GEMM or GEMV).
+void BM_matmul(benchmark::State& state, WType type) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
+  Rng rng;
+  HugeBuffer packed = packed_weights(kern, type, n, k, rng);
+  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  for (float& v : x) v = rng.next();
+  HugeBuffer scratch(kern.scratch_bytes(m, n, k, 1));
+  for (auto _ : state) {
+    kern.run(packed.p, x.data(), k, y.data(), n, nullptr, m, n, k, scratch.p, nullptr);
+    benchmark::ClobberMemory();
+  }
+  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k), peak_for(type));
+  state.SetLabel(table().isa);
+}
+
+// m = 1 with weights streamed from DRAM: 4 matrices of 64 MiB, cycled.
+void BM_gemv_dram(benchmark::State& state, WType type) {
+  const int64_t n = 4096, k = type == WType::k_f32 ? 4096 : 8192;
+  constexpr int kMats = 4;
+  const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
+  Rng rng;
+  std::vector<HugeBuffer> packed;
+  for (int i = 0; i < kMats; ++i) packed.push_back(packed_weights(kern, type, n, k, rng));
+  std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(n));
+  for (float& v : x) v = rng.next();
+  HugeBuffer scratch(kern.scratch_bytes(1, n, k, 1));
+  int i = 0;
+  for (auto _ : state) {
+    kern.run(packed[static_cast<size_t>(i)].p, x.data(), k, y.data(), n, nullptr, 1, n, k,
+             scratch.p, nullptr);
+    benchmark::ClobberMemory();
+    i = (i + 1) % kMats;
+  }
+  laya::bench::report_bytes(state, static_cast<double>(kern.packed_bytes(n, k)));
+  state.SetLabel(table().isa);
+}
+
+#define GEMM_SHAPES                   \
+  ArgNames({"m", "k", "n"})           \
+      ->Args({512, 512, 512})         \
+      ->Args({1024, 1024, 1024})      \
+      ->Args({128, 576, 1536})        \
+      ->Args({1, 576, 1536})          \
+      ->Unit(benchmark::kMicrosecond) \
+      ->MeasureProcessCPUTime()       \
+      ->UseRealTime()
+
+BENCHMARK_CAPTURE(BM_matmul, f32, WType::k_f32)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f16, WType::k_f16)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, bf16, WType::k_bf16)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_gemv_dram, f32, WType::k_f32)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemv_dram, f16, WType::k_f16)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gemv_dram, bf16, WType::k_bf16)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+#ifdef LAYA_HAVE_OPENBLAS
+// The peer: y = x . W^T with W [n, k] row-major, as a user of OpenBLAS would call it.
+void BM_openblas_sgemm(benchmark::State& state) {
+  openblas_set_num_threads(1);
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  Rng rng;
+  std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)),
+      y(static_cast<size_t>(m * n));
+  for (float& v : x) v = rng.next();
+  for (float& v : w) v = rng.next();
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, x.data(), static_cast<int>(k), w.data(),
+                static_cast<int>(k), 0.0f, y.data(), static_cast<int>(n));
+    benchmark::ClobberMemory();
+  }
+  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k),
+                            laya::bench::peaks().fp32_gflops);
+}
+BENCHMARK(BM_openblas_sgemm)->GEMM_SHAPES;
+
+void BM_openblas_sgemv_dram(benchmark::State& state) {
+  openblas_set_num_threads(1);
+  const int64_t n = 4096, k = 4096;
+  constexpr int kMats = 4;
+  Rng rng;
+  std::vector<HugeBuffer> w;
+  for (int i = 0; i < kMats; ++i) {
+    w.emplace_back(static_cast<size_t>(n * k) * sizeof(float));
+    float* p = static_cast<float*>(w.back().p);
+    for (int64_t j = 0; j < n * k; ++j) p[j] = rng.next();
+  }
+  std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(n));
+  for (float& v : x) v = rng.next();
+  int i = 0;
+  for (auto _ : state) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.0f,
+                static_cast<const float*>(w[static_cast<size_t>(i)].p), static_cast<int>(k),
+                x.data(), 1, 0.0f, y.data(), 1);
+    benchmark::ClobberMemory();
+    i = (i + 1) % kMats;
+  }
+  laya::bench::report_bytes(state, static_cast<double>(n * k) * sizeof(float));
+}
+BENCHMARK(BM_openblas_sgemv_dram)->Unit(benchmark::kMicrosecond)->UseRealTime();
+#endif
+
+}  // namespace
