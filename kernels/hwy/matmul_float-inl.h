@@ -15,6 +15,8 @@
 // rows x kKC k-values with a fixed row stride; a kMR x kNR register tile (AVX3: 12 x 32 = 24 zmm
 // accumulators) runs over one k block of one panel. Tasks are (row chunk, column chunk) pairs: for
 // every k block, a row tile's x block stays in L1 while the chunk's panels stream from L2.
+// Scratch: GEMM ceil(m / kMR) * kMR rows x k rounded up to kKC, 4 bytes per value (x copied or
+// bf16-rounded; 2 bytes on AVX512-BF16), independent of the worker count; GEMV one x row.
 //
 // bf16: x is rounded to bf16 (nearest even) as the reference does. On AVX3 with AVX512-BF16
 // (checked by the filler at table build) products run on vdpbf16ps; every other target / CPU
