@@ -1,0 +1,270 @@
+// Float-weight matmul kernels (f32, f16, bf16) on the best Highway target, 1 thread (pool null;
+// the "threads" argument 2 runs a 2-worker pool defined here, to check the split):
+//  - GEMM (m > 1) and cache-resident GEMV (m = 1): GFLOP/s and % of the fp32 FMA peak (f32, f16:
+//    the products run on f32 FMAs) or of the vdpbf16ps peak (bf16).
+//    With 2 threads the % is of twice the 1-core peak.
+//  - GEMV from DRAM: 4 weight matrices of 64 MiB each (256 MiB > the 32 MiB L3), cycled, 2 MiB
+//    pages: GB/s of packed weights read and % of the (1-core) DRAM read peak.
+//  - Peers in the same binary (when OpenBLAS is found): cblas_sgemm (weights [n, k], CblasTrans)
+//    and cblas_sgemv from DRAM, with openblas_set_num_threads(threads).
+// Shapes are "m, k, n" (x [m, k], W [n, k], y [m, n]).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "bench/peak.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+#ifdef LAYA_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace {
+
+using laya::kernels::MatmulKernel;
+using laya::kernels::WType;
+
+const laya::kernels::KernelTable& table() {
+  static const laya::kernels::KernelTable t = laya::kernels::kernel_table_hwy(0);
+  return t;
+}
+
+// Deterministic values in [-1, 1] (xorshift; fast enough for 256 MiB of weights).
+struct Rng {
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  float next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return static_cast<float>(static_cast<int32_t>(s >> 32)) * (1.0f / 2147483648.0f);
+  }
+};
+
+// A weight matrix in the file layout of `type` ([n, k] f32, half or bf16 bits).
+std::vector<uint8_t> file_weights(WType type, int64_t n, int64_t k, Rng& rng) {
+  const size_t count = static_cast<size_t>(n * k);
+  std::vector<uint8_t> w(count * (type == WType::k_f32 ? 4 : 2));
+  for (size_t i = 0; i < count; ++i) {
+    const float v = rng.next();
+    if (type == WType::k_f32) {
+      std::memcpy(w.data() + 4 * i, &v, 4);
+    } else {
+      const uint16_t h =
+          type == WType::k_f16 ? laya::kernels::f32_to_f16(v) : laya::kernels::f32_to_bf16(v);
+      std::memcpy(w.data() + 2 * i, &h, 2);
+    }
+  }
+  return w;
+}
+
+struct HugeBuffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit HugeBuffer(size_t b) : p(laya::bench::huge_alloc(b)), bytes(b) {}
+  HugeBuffer(HugeBuffer&& o) noexcept : p(o.p), bytes(o.bytes) { o.p = nullptr; }
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(HugeBuffer&&) = delete;
+  ~HugeBuffer() {
+    if (p != nullptr) laya::bench::huge_free(p, bytes);
+  }
+};
+
+// Packed weights of one matrix, ready for kern.run.
+HugeBuffer packed_weights(const MatmulKernel& kern, WType type, int64_t n, int64_t k, Rng& rng) {
+  HugeBuffer b(kern.packed_bytes(n, k));
+  const std::vector<uint8_t> w = file_weights(type, n, k, rng);
+  kern.pack(w.data(), nullptr, n, k, b.p);
+  return b;
+}
+
+// A minimal ThreadPool for benchmarks: workers poll a generation counter, yielding the CPU between
+// polls (as OpenBLAS's workers do; no futex wake-up latency in the timings, and no starving of
+// other processes); the calling thread takes part; chunks come from a counter.
+class SpinPool {
+ public:
+  explicit SpinPool(int threads) : threads_(threads) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { loop(); });
+  }
+  ~SpinPool() {
+    stop_.store(true);
+    gen_.fetch_add(1, std::memory_order_release);
+    for (std::thread& t : workers_) t.join();
+  }
+  SpinPool(const SpinPool&) = delete;
+  SpinPool& operator=(const SpinPool&) = delete;
+
+  laya::kernels::ThreadPool pool() { return {&SpinPool::run, this, threads_}; }
+
+ private:
+  static void run(void* impl, int64_t n, int64_t grain, laya::kernels::RangeFn fn, void* ctx) {
+    SpinPool* p = static_cast<SpinPool*>(impl);
+    p->n_ = n;
+    p->grain_ = grain;
+    p->fn_ = fn;
+    p->ctx_ = ctx;
+    p->next_.store(0);
+    p->pending_.store(p->threads_ - 1);
+    p->gen_.fetch_add(1, std::memory_order_release);
+    p->work();
+    while (p->pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t g;
+      while ((g = gen_.load(std::memory_order_acquire)) == seen) std::this_thread::yield();
+      seen = g;
+      if (stop_.load()) return;
+      work();
+      pending_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+  void work() {
+    for (;;) {
+      const int64_t b = next_.fetch_add(grain_);
+      if (b >= n_) return;
+      fn_(ctx_, b, std::min(n_, b + grain_));
+    }
+  }
+
+  int threads_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> next_{0};
+  std::atomic<int> pending_{0};
+  int64_t n_ = 0, grain_ = 1;
+  laya::kernels::RangeFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+};
+
+double peak_for(WType type) {
+  return type == WType::k_bf16 ? laya::bench::peaks().bf16_gflops
+                               : laya::bench::peaks().fp32_gflops;
+}
+
+// y[m, n] = x[m, k] . W^T, weights cache-resident after the first iteration (GEMM or GEMV).
+void BM_matmul(benchmark::State& state, WType type) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  SpinPool workers(threads);
+  const laya::kernels::ThreadPool pool = workers.pool();
+  const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
+  Rng rng;
+  HugeBuffer packed = packed_weights(kern, type, n, k, rng);
+  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  for (float& v : x) v = rng.next();
+  HugeBuffer scratch(kern.scratch_bytes(m, n, k, threads));
+  for (auto _ : state) {
+    kern.run(packed.p, x.data(), k, y.data(), n, nullptr, m, n, k, scratch.p,
+             threads > 1 ? &pool : nullptr);
+    benchmark::ClobberMemory();
+  }
+  // % of `threads` x the 1-core peak.
+  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k), peak_for(type) * threads);
+  state.SetLabel(table().isa);
+}
+
+// m = 1 with weights streamed from DRAM: 4 matrices of 64 MiB, cycled.
+void BM_gemv_dram(benchmark::State& state, WType type) {
+  const int64_t n = 4096, k = type == WType::k_f32 ? 4096 : 8192;
+  constexpr int kMats = 4;
+  const int threads = static_cast<int>(state.range(0));
+  SpinPool workers(threads);
+  const laya::kernels::ThreadPool pool = workers.pool();
+  const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
+  Rng rng;
+  std::vector<HugeBuffer> packed;
+  for (int i = 0; i < kMats; ++i) packed.push_back(packed_weights(kern, type, n, k, rng));
+  std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(n));
+  for (float& v : x) v = rng.next();
+  HugeBuffer scratch(kern.scratch_bytes(1, n, k, threads));
+  int i = 0;
+  for (auto _ : state) {
+    kern.run(packed[static_cast<size_t>(i)].p, x.data(), k, y.data(), n, nullptr, 1, n, k,
+             scratch.p, threads > 1 ? &pool : nullptr);
+    benchmark::ClobberMemory();
+    i = (i + 1) % kMats;
+  }
+  laya::bench::report_bytes(state, static_cast<double>(kern.packed_bytes(n, k)));
+  state.SetLabel(table().isa);
+}
+
+#define GEMM_SHAPES                    \
+  ArgNames({"m", "k", "n", "threads"}) \
+      ->Args({512, 512, 512, 1})       \
+      ->Args({1024, 1024, 1024, 1})    \
+      ->Args({128, 576, 1536, 1})      \
+      ->Args({1, 576, 1536, 1})        \
+      ->Args({512, 512, 512, 2})       \
+      ->Args({128, 576, 1536, 2})      \
+      ->Args({1, 576, 1536, 2})        \
+      ->Unit(benchmark::kMicrosecond)  \
+      ->MeasureProcessCPUTime()        \
+      ->UseRealTime()
+
+BENCHMARK_CAPTURE(BM_matmul, f32, WType::k_f32)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f16, WType::k_f16)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, bf16, WType::k_bf16)->GEMM_SHAPES;
+#define DRAM_THREADS \
+  ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime()
+BENCHMARK_CAPTURE(BM_gemv_dram, f32, WType::k_f32)->DRAM_THREADS;
+BENCHMARK_CAPTURE(BM_gemv_dram, f16, WType::k_f16)->DRAM_THREADS;
+BENCHMARK_CAPTURE(BM_gemv_dram, bf16, WType::k_bf16)->DRAM_THREADS;
+
+#ifdef LAYA_HAVE_OPENBLAS
+// The peer: y = x . W^T with W [n, k] row-major, as a user of OpenBLAS would call it.
+void BM_openblas_sgemm(benchmark::State& state) {
+  openblas_set_num_threads(static_cast<int>(state.range(3)));
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  Rng rng;
+  std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)),
+      y(static_cast<size_t>(m * n));
+  for (float& v : x) v = rng.next();
+  for (float& v : w) v = rng.next();
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, x.data(), static_cast<int>(k), w.data(),
+                static_cast<int>(k), 0.0f, y.data(), static_cast<int>(n));
+    benchmark::ClobberMemory();
+  }
+  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k),
+                            laya::bench::peaks().fp32_gflops * static_cast<double>(state.range(3)));
+}
+BENCHMARK(BM_openblas_sgemm)->GEMM_SHAPES;
+
+void BM_openblas_sgemv_dram(benchmark::State& state) {
+  openblas_set_num_threads(static_cast<int>(state.range(0)));
+  const int64_t n = 4096, k = 4096;
+  constexpr int kMats = 4;
+  Rng rng;
+  std::vector<HugeBuffer> w;
+  for (int i = 0; i < kMats; ++i) {
+    w.emplace_back(static_cast<size_t>(n * k) * sizeof(float));
+    float* p = static_cast<float*>(w.back().p);
+    for (int64_t j = 0; j < n * k; ++j) p[j] = rng.next();
+  }
+  std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(n));
+  for (float& v : x) v = rng.next();
+  int i = 0;
+  for (auto _ : state) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.0f,
+                static_cast<const float*>(w[static_cast<size_t>(i)].p), static_cast<int>(k),
+                x.data(), 1, 0.0f, y.data(), 1);
+    benchmark::ClobberMemory();
+    i = (i + 1) % kMats;
+  }
+  laya::bench::report_bytes(state, static_cast<double>(n * k) * sizeof(float));
+}
+BENCHMARK(BM_openblas_sgemv_dram)->DRAM_THREADS;
+#endif
+
+}  // namespace

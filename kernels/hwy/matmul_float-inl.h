@@ -1,0 +1,702 @@
+// Per-target matrix products for float weights (f32, f16, bf16) with f32 activations: the Highway
+// family behind KernelTable::matmul[f32 | f16 | bf16]. y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]);
+// the semantics are kernels/ref/matmul.cpp. Included once per compiled target by
+// kernels/hwy/matmul_float.cpp (hwy/foreach_target.h); nothing here is called directly.
+//
+// Packed weights (written by `pack` at prepare, read only by the same target's `run`). Output
+// columns are grouped in panels of kNR = 2 vectors (AVX3 32, AVX2 16, SSE4 8, SCALAR 2), zero
+// padded past n. A panel is one contiguous stream ordered by k:
+//   f32   float     [panels][k][kNR]           W[j, kk] at [j / kNR][kk][j % kNR]
+//   f16   IEEE half [panels][k][kNR]
+//   bf16  uint32    [panels][ceil(k / 2)][kNR] W[j, 2q] | W[j, 2q + 1] << 16, the pair vdpbf16ps
+//                                              consumes (odd k: padded with a zero)
+// GEMV (m == 1, decode): each worker streams a contiguous range of panels once, front to back.
+// GEMM (m > 1): x is copied (f32 / f16 weights) or rounded to bf16 into scratch as blocks of kMR
+// rows x kKC k-values with a fixed row stride; a kMR x kNR register tile (AVX3: 12 x 32 = 24 zmm
+// accumulators) runs over one k block of one panel. Tasks are (row chunk, column chunk) pairs: for
+// every k block, each row tile's x block is reused across the chunk's panels, whose k blocks
+// (kBBlockBytes) stay in L2 across the row tiles. Long k blocks (768; 1024 for vdpbf16ps, measured
+// best on Zen 4) keep each panel stream long for the prefetchers.
+// Scratch: GEMM ceil(m / kMR) * kMR rows x k rounded up to kKC, 4 bytes per value (x copied or
+// bf16-rounded; 2 bytes on AVX512-BF16), independent of the worker count; GEMV one x row.
+//
+// bf16: x is rounded to bf16 (nearest even) as the reference does. On AVX3 with AVX512-BF16
+// (checked by the filler at table build) products run on vdpbf16ps; every other target / CPU
+// widens both sides to f32 exactly (a bf16 is the high half of an f32) and uses FMA.
+
+#if defined(LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_
+#undef LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_
+#else
+#define LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "hwy/highway.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+#if HWY_TARGET == HWY_AVX3
+#include <immintrin.h>
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace laya::kernels::hwy_matmul_float {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+using DU = hn::RebindToUnsigned<D>;
+using VU = hn::Vec<DU>;
+using DI = hn::RebindToSigned<D>;
+using DH = hn::Rebind<hwy::float16_t, D>;
+
+constexpr int kL = HWY_LANES(float);  // f32 lanes per vector
+constexpr int kNV = 2;                // vectors per panel row
+constexpr int kNR = kNV * kL;         // output columns per panel
+#if HWY_TARGET == HWY_AVX3
+constexpr int kMR = 12;  // 24 accumulators + 2 panel vectors + broadcasts of 32 zmm
+#elif HWY_TARGET == HWY_SCALAR
+constexpr int kMR = 4;
+#else
+constexpr int kMR = 6;  // 12 accumulators + 2 panel vectors + 1 broadcast of 16 registers
+#endif
+constexpr int64_t kBBlockBytes = 512 << 10;  // panel bytes of one k block per GEMM task (L2)
+constexpr int64_t kMCTiles = 16;             // row tiles per GEMM task
+
+inline int64_t div_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+inline int pool_threads(const ThreadPool* pool) {
+  return pool != nullptr && pool->run != nullptr && pool->n_threads > 1 ? pool->n_threads : 1;
+}
+
+// ---- partial vectors (column tails) ---------------------------------------------------------
+
+// Loads n < kL floats, zero-filling the rest; never touches memory past p[n - 1].
+HWY_INLINE V load_part(D d, const float* HWY_RESTRICT p, int64_t n) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  return hn::MaskedLoad(hn::FirstN(d, static_cast<size_t>(n)), d, p);
+#else
+  HWY_ALIGN float tmp[kL] = {};
+  for (int64_t i = 0; i < n; ++i) tmp[i] = p[i];
+  return hn::Load(d, tmp);
+#endif
+}
+
+// Stores the first n < kL lanes; never touches memory past p[n - 1].
+HWY_INLINE void store_part(V v, D d, float* HWY_RESTRICT p, int64_t n) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  hn::BlendedStore(v, hn::FirstN(d, static_cast<size_t>(n)), d, p);
+#else
+  HWY_ALIGN float tmp[kL];
+  hn::Store(v, d, tmp);
+  for (int64_t i = 0; i < n; ++i) p[i] = tmp[i];
+#endif
+}
+
+// Writes an MR x kNR accumulator tile to c (row stride ldc), only its first ncols columns:
+// c = acc + bias (bias nullable) for the first k block, c += acc for later ones.
+template <int MR>
+HWY_INLINE void store_tile(const V (&acc)[MR][kNV], float* HWY_RESTRICT c, int64_t ldc,
+                           int64_t ncols, const float* HWY_RESTRICT bias, bool accumulate) {
+  const D d;
+  HWY_UNROLL(2)
+  for (int v = 0; v < kNV; ++v) {
+    const int64_t cols = ncols - int64_t{v} * kL;
+    if (cols >= kL) {
+      const V b = (!accumulate && bias != nullptr) ? hn::LoadU(d, bias + v * kL) : hn::Zero(d);
+      HWY_UNROLL(16)
+      for (int i = 0; i < MR; ++i) {
+        float* ci = c + i * ldc + v * kL;
+        hn::StoreU(hn::Add(acc[i][v], accumulate ? hn::LoadU(d, ci) : b), d, ci);
+      }
+    } else if (cols > 0) {
+      const V b =
+          (!accumulate && bias != nullptr) ? load_part(d, bias + v * kL, cols) : hn::Zero(d);
+      HWY_UNROLL(16)
+      for (int i = 0; i < MR; ++i) {
+        float* ci = c + i * ldc + v * kL;
+        store_part(hn::Add(acc[i][v], accumulate ? load_part(d, ci, cols) : b), d, ci, cols);
+      }
+    }
+  }
+}
+
+// bf16 rounding of every lane (nearest even, NaN stays a quiet NaN), as f32: bit-exact with
+// quant.h's f32_to_bf16 followed by bf16_to_f32.
+HWY_INLINE V round_bf16(D d, V v) {
+  const DU du;
+  const DI di;
+  const VU u = hn::BitCast(du, v);
+  const VU hi = hn::Set(du, 0xffff0000u);
+  const VU lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  const VU rounded = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb)), hi);
+  const VU quiet = hn::And(hn::Or(u, hn::Set(du, 0x00400000u)), hi);
+  const auto is_nan =
+      hn::BitCast(di, hn::And(u, hn::Set(du, 0x7fffffffu))) > hn::Set(di, 0x7f800000);
+  return hn::BitCast(d, hn::IfThenElse(hn::RebindMask(du, is_nan), quiet, rounded));
+}
+
+// Copies (or bf16-rounds) rows x kc floats of x into dst rows of `stride` floats, zero-padding
+// each row to `pad` values (pad >= kc).
+template <bool kRound>
+void copy_rows(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t kc, int64_t pad,
+               int64_t stride, float* HWY_RESTRICT dst) {
+  const D d;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    float* out = dst + r * stride;
+    if constexpr (!kRound) {
+      std::memcpy(out, xr, sizeof(float) * static_cast<size_t>(kc));
+    } else {
+      int64_t i = 0;
+      for (; i + kL <= kc; i += kL) hn::StoreU(round_bf16(d, hn::LoadU(d, xr + i)), d, out + i);
+      for (; i < kc; ++i) out[i] = bf16_to_f32(f32_to_bf16(xr[i]));
+    }
+    for (int64_t i = kc; i < pad; ++i) out[i] = 0.0f;
+  }
+}
+
+// ---- per weight type: packed element, x block format, register tile, GEMV panel --------------
+//
+// Each Kern provides:
+//   W, A             packed weight element; x block element
+//   kKStep           k values per packed panel row (bf16: a pair)
+//   kKC, kARow       k values per GEMM k block; A elements per x block row
+//   pack_a(x, ldx, rows, kc, dst)          x block [rows][kc] -> dst [rows][kARow]
+//   tile<MR>(a, b, steps, c, ldc, ncols, bias, accumulate)  MR rows x one panel, `steps` panel rows
+//   gemv_x(x, k, scratch) -> const A*      x as the GEMV consumes it
+//   gemv_panel(xa, b, steps, y, ncols, bias)
+
+struct KernF32 {
+  using W = float;
+  using A = float;
+  static constexpr int64_t kKStep = 1;
+  static constexpr int64_t kKC = 768;
+  static constexpr int64_t kARow = kKC;
+
+  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
+    HWY_UNROLL(2)
+    for (int v = 0; v < kNV; ++v) bv[v] = hn::LoadU(d, b + v * kL);
+  }
+
+  static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
+    copy_rows<false>(x, ldx, rows, kc, kc, kARow, dst);
+  }
+
+  template <int MR>
+  static HWY_NOINLINE void tile(const A* HWY_RESTRICT a, const W* HWY_RESTRICT b, int64_t steps,
+                                float* HWY_RESTRICT c, int64_t ldc, int64_t ncols,
+                                const float* HWY_RESTRICT bias, bool accumulate) {
+    const D d;
+    V acc[MR][kNV];
+    HWY_UNROLL(16)
+    for (int i = 0; i < MR; ++i) {
+      HWY_UNROLL(2)
+      for (int v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      V bv[kNV];
+      load_b(d, b + s * kNR, bv);
+      HWY_UNROLL(16)
+      for (int i = 0; i < MR; ++i) {
+        const V ai = hn::Set(d, a[i * kARow + s]);
+        HWY_UNROLL(2)
+        for (int v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(ai, bv[v], acc[i][v]);
+      }
+    }
+    store_tile<MR>(acc, c, ldc, ncols, bias, accumulate);
+  }
+
+  static const A* gemv_x(const float* x, int64_t, void*) { return x; }
+
+  static void gemv_panel(const A* HWY_RESTRICT x, const W* HWY_RESTRICT b, int64_t steps,
+                         float* HWY_RESTRICT y, int64_t ncols, const float* HWY_RESTRICT bias) {
+    const D d;
+    V acc[1][kNV], acc2[kNV];
+    for (int v = 0; v < kNV; ++v) acc[0][v] = acc2[v] = hn::Zero(d);
+    int64_t s = 0;
+    for (; s + 2 <= steps; s += 2) {
+      V b0[kNV], b1[kNV];
+      load_b(d, b + s * kNR, b0);
+      load_b(d, b + (s + 1) * kNR, b1);
+      const V x0 = hn::Set(d, x[s]), x1 = hn::Set(d, x[s + 1]);
+      HWY_UNROLL(2)
+      for (int v = 0; v < kNV; ++v) {
+        acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
+        acc2[v] = hn::MulAdd(x1, b1[v], acc2[v]);
+      }
+    }
+    if (s < steps) {
+      V b0[kNV];
+      load_b(d, b + s * kNR, b0);
+      const V x0 = hn::Set(d, x[s]);
+      for (int v = 0; v < kNV; ++v) acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
+    }
+    for (int v = 0; v < kNV; ++v) acc[0][v] = hn::Add(acc[0][v], acc2[v]);
+    store_tile<1>(acc, y, 0, ncols, bias, false);
+  }
+};
+
+// f16 weights: the f32 kernels with each panel vector widened from half on load (F16C on AVX2 /
+// AVX3, emulated on SSE4 / SCALAR).
+struct KernF16 : KernF32 {
+  using W = uint16_t;
+
+  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
+    const DH dh;
+    const hwy::float16_t* bh = reinterpret_cast<const hwy::float16_t*>(b);
+    HWY_UNROLL(2)
+    for (int v = 0; v < kNV; ++v) bv[v] = hn::PromoteTo(d, hn::LoadU(dh, bh + v * kL));
+  }
+
+  template <int MR>
+  static HWY_NOINLINE void tile(const A* HWY_RESTRICT a, const W* HWY_RESTRICT b, int64_t steps,
+                                float* HWY_RESTRICT c, int64_t ldc, int64_t ncols,
+                                const float* HWY_RESTRICT bias, bool accumulate) {
+    const D d;
+    V acc[MR][kNV];
+    HWY_UNROLL(16)
+    for (int i = 0; i < MR; ++i) {
+      HWY_UNROLL(2)
+      for (int v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      V bv[kNV];
+      load_b(d, b + s * kNR, bv);
+      HWY_UNROLL(16)
+      for (int i = 0; i < MR; ++i) {
+        const V ai = hn::Set(d, a[i * kARow + s]);
+        HWY_UNROLL(2)
+        for (int v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(ai, bv[v], acc[i][v]);
+      }
+    }
+    store_tile<MR>(acc, c, ldc, ncols, bias, accumulate);
+  }
+
+  static void gemv_panel(const A* HWY_RESTRICT x, const W* HWY_RESTRICT b, int64_t steps,
+                         float* HWY_RESTRICT y, int64_t ncols, const float* HWY_RESTRICT bias) {
+    const D d;
+    V acc[1][kNV], acc2[kNV];
+    for (int v = 0; v < kNV; ++v) acc[0][v] = acc2[v] = hn::Zero(d);
+    int64_t s = 0;
+    for (; s + 2 <= steps; s += 2) {
+      V b0[kNV], b1[kNV];
+      load_b(d, b + s * kNR, b0);
+      load_b(d, b + (s + 1) * kNR, b1);
+      const V x0 = hn::Set(d, x[s]), x1 = hn::Set(d, x[s + 1]);
+      HWY_UNROLL(2)
+      for (int v = 0; v < kNV; ++v) {
+        acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
+        acc2[v] = hn::MulAdd(x1, b1[v], acc2[v]);
+      }
+    }
+    if (s < steps) {
+      V b0[kNV];
+      load_b(d, b + s * kNR, b0);
+      const V x0 = hn::Set(d, x[s]);
+      for (int v = 0; v < kNV; ++v) acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
+    }
+    for (int v = 0; v < kNV; ++v) acc[0][v] = hn::Add(acc[0][v], acc2[v]);
+    store_tile<1>(acc, y, 0, ncols, bias, false);
+  }
+};
+
+// bf16 weights without AVX512-BF16: x rounded to bf16 (kept as f32), each packed pair word split
+// into its two exact f32 values (low half << 16, high half masked), then FMA. bf16 x bf16 products
+// are exact in f32, so this matches vdpbf16ps up to summation order.
+struct KernBF16 {
+  using W = uint32_t;
+  using A = float;
+  static constexpr int64_t kKStep = 2;
+  static constexpr int64_t kKC = 768;
+  static constexpr int64_t kARow = kKC;
+
+  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&even)[kNV], V (&odd)[kNV]) {
+    const DU du;
+    const VU hi = hn::Set(du, 0xffff0000u);
+    HWY_UNROLL(2)
+    for (int v = 0; v < kNV; ++v) {
+      const VU u = hn::LoadU(du, b + v * kL);
+      even[v] = hn::BitCast(d, hn::ShiftLeft<16>(u));
+      odd[v] = hn::BitCast(d, hn::And(u, hi));
+    }
+  }
+
+  static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
+    copy_rows<true>(x, ldx, rows, kc, div_up(kc, 2) * 2, kARow, dst);
+  }
+
+  template <int MR>
+  static HWY_NOINLINE void tile(const A* HWY_RESTRICT a, const W* HWY_RESTRICT b, int64_t steps,
+                                float* HWY_RESTRICT c, int64_t ldc, int64_t ncols,
+                                const float* HWY_RESTRICT bias, bool accumulate) {
+    const D d;
+    V acc[MR][kNV];
+    HWY_UNROLL(16)
+    for (int i = 0; i < MR; ++i) {
+      HWY_UNROLL(2)
+      for (int v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      V be[kNV], bo[kNV];
+      load_b(d, b + s * kNR, be, bo);
+      HWY_UNROLL(16)
+      for (int i = 0; i < MR; ++i) {
+        const V ae = hn::Set(d, a[i * kARow + 2 * s]);
+        const V ao = hn::Set(d, a[i * kARow + 2 * s + 1]);
+        HWY_UNROLL(2)
+        for (int v = 0; v < kNV; ++v) {
+          acc[i][v] = hn::MulAdd(ae, be[v], acc[i][v]);
+          acc[i][v] = hn::MulAdd(ao, bo[v], acc[i][v]);
+        }
+      }
+    }
+    store_tile<MR>(acc, c, ldc, ncols, bias, accumulate);
+  }
+
+  // x rounded to bf16 as f32, padded to even k (scratch: 4 * (k + 1) bytes).
+  static const A* gemv_x(const float* x, int64_t k, void* scratch) {
+    float* xa = static_cast<float*>(scratch);
+    copy_rows<true>(x, 0, 1, k, div_up(k, 2) * 2, 0, xa);
+    return xa;
+  }
+
+  static void gemv_panel(const A* HWY_RESTRICT x, const W* HWY_RESTRICT b, int64_t steps,
+                         float* HWY_RESTRICT y, int64_t ncols, const float* HWY_RESTRICT bias) {
+    const D d;
+    V acc[1][kNV], acc2[kNV];
+    for (int v = 0; v < kNV; ++v) acc[0][v] = acc2[v] = hn::Zero(d);
+    for (int64_t s = 0; s < steps; ++s) {
+      V be[kNV], bo[kNV];
+      load_b(d, b + s * kNR, be, bo);
+      const V xe = hn::Set(d, x[2 * s]), xo = hn::Set(d, x[2 * s + 1]);
+      HWY_UNROLL(2)
+      for (int v = 0; v < kNV; ++v) {
+        acc[0][v] = hn::MulAdd(xe, be[v], acc[0][v]);
+        acc2[v] = hn::MulAdd(xo, bo[v], acc2[v]);
+      }
+    }
+    for (int v = 0; v < kNV; ++v) acc[0][v] = hn::Add(acc[0][v], acc2[v]);
+    store_tile<1>(acc, y, 0, ncols, bias, false);
+  }
+};
+
+#if HWY_TARGET == HWY_AVX3
+#define LAYA_MMF_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
+
+// bf16 weights on AVX512-BF16 (only selected when the CPU has it): x rounded to bf16 pairs with
+// vcvtne2ps2bf16, products on vdpbf16ps (32-bit pair broadcasts x 2 panel vectors per step).
+struct KernBF16Dp {
+  using W = uint32_t;
+  using A = uint32_t;
+  static constexpr int64_t kKStep = 2;
+  static constexpr int64_t kKC = 1024;
+  static constexpr int64_t kARow = kKC / 2;
+  static_assert(kNR == 32, "the AVX3 panel is two zmm");
+
+  // k floats -> ceil(k / 2) bf16 pair words (odd k: the last high half is zero).
+  static LAYA_MMF_BF16_ATTR void to_pairs(const float* HWY_RESTRICT x, int64_t k,
+                                          uint32_t* HWY_RESTRICT out) {
+    int64_t i = 0;
+    for (; i + 32 <= k; i += 32) {
+      const __m512bh w = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
+      _mm512_storeu_si512(out + i / 2, reinterpret_cast<__m512i>(w));
+    }
+    if (i < k) {
+      const int64_t r = k - i;
+      const __mmask16 mlo = r >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << r) - 1);
+      const __mmask16 mhi = r > 16 ? static_cast<__mmask16>((1u << (r - 16)) - 1) : __mmask16{0};
+      const __m512 lo = _mm512_maskz_loadu_ps(mlo, x + i);
+      const __m512 hi = _mm512_maskz_loadu_ps(mhi, x + i + 16);
+      const __m512bh w = _mm512_cvtne2ps_pbh(hi, lo);
+      const __mmask16 mw = static_cast<__mmask16>((1u << ((r + 1) / 2)) - 1);
+      _mm512_mask_storeu_epi32(out + i / 2, mw, reinterpret_cast<__m512i>(w));
+    }
+  }
+
+  static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
+    for (int64_t r = 0; r < rows; ++r) to_pairs(x + r * ldx, kc, dst + r * kARow);
+  }
+
+  template <int MR>
+  static LAYA_MMF_BF16_ATTR HWY_NOINLINE void tile(const A* HWY_RESTRICT a, const W* HWY_RESTRICT b,
+                                                   int64_t steps, float* HWY_RESTRICT c,
+                                                   int64_t ldc, int64_t ncols,
+                                                   const float* HWY_RESTRICT bias,
+                                                   bool accumulate) {
+    __m512 acc[MR][kNV];
+    HWY_UNROLL(16)
+    for (int i = 0; i < MR; ++i) {
+      acc[i][0] = _mm512_setzero_ps();
+      acc[i][1] = _mm512_setzero_ps();
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + s * kNR));
+      const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + s * kNR + 16));
+      HWY_UNROLL(16)
+      for (int i = 0; i < MR; ++i) {
+        const __m512bh ai =
+            reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[i * kARow + s])));
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+      }
+    }
+    V out[MR][kNV];
+    HWY_UNROLL(16)
+    for (int i = 0; i < MR; ++i) {
+      out[i][0] = V{acc[i][0]};
+      out[i][1] = V{acc[i][1]};
+    }
+    store_tile<MR>(out, c, ldc, ncols, bias, accumulate);
+  }
+
+  // x as bf16 pair words (scratch: 2 * (k + 1) bytes).
+  static const A* gemv_x(const float* x, int64_t k, void* scratch) {
+    uint32_t* xa = static_cast<uint32_t*>(scratch);
+    to_pairs(x, k, xa);
+    return xa;
+  }
+
+  static LAYA_MMF_BF16_ATTR void gemv_panel(const A* HWY_RESTRICT x, const W* HWY_RESTRICT b,
+                                            int64_t steps, float* HWY_RESTRICT y, int64_t ncols,
+                                            const float* HWY_RESTRICT bias) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+    int64_t s = 0;
+    for (; s + 2 <= steps; s += 2) {
+      const __m512bh x0 = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[s])));
+      const __m512bh x1 = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[s + 1])));
+      const W* bs = b + s * kNR;
+      acc0 = _mm512_dpbf16_ps(acc0, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs)));
+      acc1 = _mm512_dpbf16_ps(acc1, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 16)));
+      acc2 = _mm512_dpbf16_ps(acc2, x1, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 32)));
+      acc3 = _mm512_dpbf16_ps(acc3, x1, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 48)));
+    }
+    if (s < steps) {
+      const __m512bh x0 = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[s])));
+      const W* bs = b + s * kNR;
+      acc0 = _mm512_dpbf16_ps(acc0, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs)));
+      acc1 = _mm512_dpbf16_ps(acc1, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 16)));
+    }
+    V out[1][kNV] = {{V{_mm512_add_ps(acc0, acc2)}, V{_mm512_add_ps(acc1, acc3)}}};
+    store_tile<1>(out, y, 0, ncols, bias, false);
+  }
+};
+#undef LAYA_MMF_BF16_ATTR
+#else
+using KernBF16Dp = KernBF16;  // no AVX512-BF16 outside AVX3: the widening kernels
+#endif
+
+// ---- drivers ---------------------------------------------------------------------------------
+
+template <class K>
+int64_t panel_steps(int64_t k) {
+  return div_up(k, K::kKStep);
+}
+
+template <class K>
+uint64_t packed_bytes(int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0) return 0;
+  return static_cast<uint64_t>(div_up(n, kNR) * panel_steps<K>(k) * kNR) * sizeof(typename K::W);
+}
+
+// w: the file layout, row-major [n, k] of the type (f32, IEEE half or bf16 bits).
+template <class K>
+void pack(const void* w, const float*, int64_t n, int64_t k, void* dst) {
+  using W = typename K::W;
+  const int64_t steps = panel_steps<K>(k), panels = div_up(n, kNR);
+  W* out = static_cast<W*>(dst);
+  for (int64_t p = 0; p < panels; ++p) {
+    W* panel = out + p * steps * kNR;
+    for (int64_t j = 0; j < kNR; ++j) {
+      const int64_t row = p * kNR + j;
+      if (row >= n) {
+        for (int64_t s = 0; s < steps; ++s) panel[s * kNR + j] = 0;
+        continue;
+      }
+      if constexpr (K::kKStep == 1) {
+        const W* src = static_cast<const W*>(w) + row * k;
+        for (int64_t s = 0; s < steps; ++s) panel[s * kNR + j] = src[s];
+      } else {
+        const uint16_t* src = static_cast<const uint16_t*>(w) + row * k;
+        for (int64_t s = 0; s < steps; ++s) {
+          const uint32_t lo = src[2 * s];
+          const uint32_t hi = 2 * s + 1 < k ? src[2 * s + 1] : 0u;
+          panel[s * kNR + j] = lo | hi << 16;
+        }
+      }
+    }
+  }
+}
+
+template <class K>
+uint64_t scratch_bytes(int64_t m, int64_t, int64_t k, int) {
+  if (m <= 0 || k <= 0) return 0;
+  if (m == 1) return 4 * static_cast<uint64_t>(k + 1) + 64;  // GEMV: one converted x row
+  const int64_t tiles = div_up(m, kMR), kblocks = div_up(k, K::kKC);
+  return static_cast<uint64_t>(tiles * kblocks * kMR * K::kARow) * sizeof(typename K::A) + 64;
+}
+
+template <class K>
+using TileFn = void (*)(const typename K::A*, const typename K::W*, int64_t, float*, int64_t,
+                        int64_t, const float*, bool);
+
+template <class K, int... I>
+constexpr std::array<TileFn<K>, sizeof...(I)> make_tiles(std::integer_sequence<int, I...>) {
+  return {&K::template tile<I + 1>...};
+}
+
+template <class K>
+void gemm(const typename K::W* w, const float* x, int64_t ldx, float* y, int64_t ldy,
+          const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
+          const ThreadPool* pool) {
+  using A = typename K::A;
+  static constexpr std::array<TileFn<K>, kMR> kTiles =
+      make_tiles<K>(std::make_integer_sequence<int, kMR>());
+  const int threads = pool_threads(pool);
+  const int64_t tiles = div_up(m, kMR), kblocks = div_up(k, K::kKC), panels = div_up(n, kNR);
+  const int64_t steps_total = panel_steps<K>(k);
+  const int64_t tile_elems = kblocks * kMR * K::kARow;  // x block elements of one row tile
+  A* a = static_cast<A*>(scratch);
+
+  // x -> row tiles of k blocks (shared by every task).
+  const int64_t items = tiles * kblocks;
+  parallel_for(pool, items, div_up(items, threads), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t t = i / kblocks, kb = i % kblocks;
+      const int64_t rows = std::min<int64_t>(kMR, m - t * kMR);
+      const int64_t k0 = kb * K::kKC, kc = std::min(K::kKC, k - k0);
+      K::pack_a(x + t * kMR * ldx + k0, ldx, rows, kc, a + t * tile_elems + kb * kMR * K::kARow);
+    }
+  });
+
+  // Tasks: (row chunk, column chunk); at least two per worker when the shape allows.
+  int64_t mc = kMCTiles;
+  int64_t nc = std::max<int64_t>(
+      1, kBBlockBytes / (K::kKC / K::kKStep * kNR * static_cast<int64_t>(sizeof(typename K::W))));
+  int64_t mchunks = div_up(tiles, mc), nchunks = div_up(panels, nc);
+  while (threads > 1 && mchunks * nchunks < 2 * threads) {
+    if (nc > 1) {
+      nc = div_up(nc, 2);
+    } else if (mc > 1) {
+      mc = div_up(mc, 2);
+    } else {
+      break;
+    }
+    mchunks = div_up(tiles, mc);
+    nchunks = div_up(panels, nc);
+  }
+  parallel_for(pool, mchunks * nchunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t t0 = task / nchunks * mc, t1 = std::min(tiles, t0 + mc);
+      const int64_t p0 = task % nchunks * nc, p1 = std::min(panels, p0 + nc);
+      for (int64_t kb = 0; kb < kblocks; ++kb) {
+        const int64_t k0 = kb * K::kKC;
+        const int64_t steps = panel_steps<K>(std::min(K::kKC, k - k0));
+        const int64_t s0 = k0 / K::kKStep;
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t rows = std::min<int64_t>(kMR, m - t * kMR);
+          const TileFn<K> fn = kTiles[static_cast<size_t>(rows - 1)];
+          const A* at = a + t * tile_elems + kb * kMR * K::kARow;
+          float* yt = y + t * kMR * ldy;
+          for (int64_t p = p0; p < p1; ++p) {
+            fn(at, w + (p * steps_total + s0) * kNR, steps, yt + p * kNR, ldy,
+               std::min<int64_t>(kNR, n - p * kNR), bias != nullptr ? bias + p * kNR : nullptr,
+               kb > 0);
+          }
+        }
+      }
+    }
+  });
+}
+
+template <class K>
+void gemv(const typename K::W* w, const float* x, float* y, const float* bias, int64_t n, int64_t k,
+          void* scratch, const ThreadPool* pool) {
+  const typename K::A* xa = K::gemv_x(x, k, scratch);
+  const int64_t panels = div_up(n, kNR), steps = panel_steps<K>(k);
+  // One contiguous range of panels per worker: each streams its part of the weights once.
+  parallel_for(pool, panels, div_up(panels, pool_threads(pool)), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      K::gemv_panel(xa, w + p * steps * kNR, steps, y + p * kNR,
+                    std::min<int64_t>(kNR, n - p * kNR),
+                    bias != nullptr ? bias + p * kNR : nullptr);
+    }
+  });
+}
+
+template <class K>
+void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+         int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  const typename K::W* w = static_cast<const typename K::W*>(packed);
+  if (m == 1) {
+    gemv<K>(w, x, y, bias, n, k, scratch, pool);
+  } else {
+    gemm<K>(w, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+  }
+}
+
+// ---- exported entry points (HWY_EXPORT needs plain functions) --------------------------------
+
+uint64_t F32PackedBytes(int64_t n, int64_t k) {
+  return packed_bytes<KernF32>(n, k);
+}
+void F32Pack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
+  pack<KernF32>(w, s, n, k, dst);
+}
+uint64_t F32ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
+  return scratch_bytes<KernF32>(m, n, k, t);
+}
+void F32Run(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+            int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  run<KernF32>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
+
+uint64_t F16PackedBytes(int64_t n, int64_t k) {
+  return packed_bytes<KernF16>(n, k);
+}
+void F16Pack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
+  pack<KernF16>(w, s, n, k, dst);
+}
+uint64_t F16ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
+  return scratch_bytes<KernF16>(m, n, k, t);
+}
+void F16Run(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+            int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  run<KernF16>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
+
+// One packed layout and one scratch size serve both bf16 kernels (the filler picks the run).
+uint64_t BF16PackedBytes(int64_t n, int64_t k) {
+  return packed_bytes<KernBF16>(n, k);
+}
+void BF16Pack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
+  pack<KernBF16>(w, s, n, k, dst);
+}
+uint64_t BF16ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
+  return std::max(scratch_bytes<KernBF16>(m, n, k, t), scratch_bytes<KernBF16Dp>(m, n, k, t));
+}
+void BF16Run(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+             int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  run<KernBF16>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
+void BF16DpRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+               int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  run<KernBF16Dp>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace laya::kernels::hwy_matmul_float
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle

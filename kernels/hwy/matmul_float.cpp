@@ -1,0 +1,60 @@
+// Float-weight matrix products (f32, f16, bf16): the HWY_EXPORT tables over the per-target code in
+// matmul_float-inl.h, and the filler that installs one target's entries into a KernelTable.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/hwy/matmul_float.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/hwy/matmul_float-inl.h"
+
+#if HWY_ONCE
+#include "kernels/hwy/dispatch.h"
+#include "kernels/hwy/fill.h"
+
+namespace laya::kernels {
+namespace hwy_matmul_float {
+
+HWY_EXPORT(F32PackedBytes);
+HWY_EXPORT(F32Pack);
+HWY_EXPORT(F32ScratchBytes);
+HWY_EXPORT(F32Run);
+HWY_EXPORT(F16PackedBytes);
+HWY_EXPORT(F16Pack);
+HWY_EXPORT(F16ScratchBytes);
+HWY_EXPORT(F16Run);
+HWY_EXPORT(BF16PackedBytes);
+HWY_EXPORT(BF16Pack);
+HWY_EXPORT(BF16ScratchBytes);
+HWY_EXPORT(BF16Run);
+HWY_EXPORT(BF16DpRun);
+
+void fill(KernelTable& t, int64_t target) {
+  MatmulKernel& f32 = t.matmul[static_cast<int>(WType::k_f32)];
+  f32.packed_bytes = LAYA_HWY_PICK(F32PackedBytes, target);
+  f32.pack = LAYA_HWY_PICK(F32Pack, target);
+  f32.scratch_bytes = LAYA_HWY_PICK(F32ScratchBytes, target);
+  f32.run = LAYA_HWY_PICK(F32Run, target);
+
+  MatmulKernel& f16 = t.matmul[static_cast<int>(WType::k_f16)];
+  f16.packed_bytes = LAYA_HWY_PICK(F16PackedBytes, target);
+  f16.pack = LAYA_HWY_PICK(F16Pack, target);
+  f16.scratch_bytes = LAYA_HWY_PICK(F16ScratchBytes, target);
+  f16.run = LAYA_HWY_PICK(F16Run, target);
+
+  // vdpbf16ps only inside the AVX3 target and only when this CPU has AVX512-BF16.
+  __builtin_cpu_init();
+  const bool dp = target == HWY_AVX3 && __builtin_cpu_supports("avx512bf16");
+  MatmulKernel& bf16 = t.matmul[static_cast<int>(WType::k_bf16)];
+  bf16.packed_bytes = LAYA_HWY_PICK(BF16PackedBytes, target);
+  bf16.pack = LAYA_HWY_PICK(BF16Pack, target);
+  bf16.scratch_bytes = LAYA_HWY_PICK(BF16ScratchBytes, target);
+  bf16.run = dp ? LAYA_HWY_PICK(BF16DpRun, target) : LAYA_HWY_PICK(BF16Run, target);
+}
+
+}  // namespace hwy_matmul_float
+
+void hwy_fill::matmul_float(KernelTable& t, int64_t target) {
+  hwy_matmul_float::fill(t, target);
+}
+
+}  // namespace laya::kernels
+#endif  // HWY_ONCE

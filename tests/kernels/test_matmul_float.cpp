@@ -1,0 +1,284 @@
+// Float-weight matmul kernels (f32, f16, bf16): every compiled Highway target against the scalar
+// reference (kernels/ref/matmul.cpp), on odd and tiny shapes, row strides, bias on and off, serial
+// and threaded; plus the packing contract (pack once, run reads the packed buffer only).
+//
+// Tolerances (normalized mean squared error, sum (y - ref)^2 / sum ref^2), per weight type:
+//   f32  1e-9  The reference sums in double; the kernel sums f32 FMAs in blocks. The error of one
+//              output is ~sqrt(k) * 2^-24 of sum |x w|, so NMSE is ~1e-13 on wide outputs; the
+//              worst cases are single outputs (m = n = 1) where cancellation leaves |y| << sum
+//              |x w|: 2.5e-11 observed over these cases. Any wrong, missing or doubled term or
+//              output gives >= ~1e-4 (1 / k or 1 / (m n)).
+//   f16  1e-9  Half weights widen to f32 exactly; the rest is the f32 computation (1.2e-11 seen).
+//   bf16 1e-8  The reference rounds x to bf16 exactly as the kernel must and bf16 x bf16 products
+//              are exact in f32, so only summation differs; but vdpbf16ps adds each pair with its
+//              own internal order and rounding and flushes denormals, which the x86 manuals leave
+//              partly unspecified, so 10x more room than f32 (9e-13 seen). A kernel that skipped
+//              or truncated the rounding of x would be off by ~2^-9 per term (NMSE ~1e-6).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+using namespace laya::kernels;
+
+namespace {
+
+constexpr WType kFloatTypes[] = {WType::k_f32, WType::k_f16, WType::k_bf16};
+
+double tolerance(WType t) {
+  return t == WType::k_bf16 ? 1e-8 : 1e-9;
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
+// 64-byte aligned, `bytes` usable plus a 64-byte guard filled with 0xA5 (checked by guard_ok).
+Buffer alloc_guarded(uint64_t bytes) {
+  const uint64_t len = (bytes + 64 + 63) / 64 * 64;
+  Buffer b(static_cast<uint8_t*>(std::aligned_alloc(64, len)));
+  std::memset(b.get(), 0x5a, bytes);
+  std::memset(b.get() + bytes, 0xa5, len - bytes);
+  return b;
+}
+bool guard_ok(const Buffer& b, uint64_t bytes) {
+  for (uint64_t i = 0; i < 64; ++i) {
+    if (b.get()[bytes + i] != 0xa5) return false;
+  }
+  return true;
+}
+
+// Weights in the file layout of `t`, from values in [-1, 1].
+std::vector<uint8_t> make_weights(WType t, int64_t n, int64_t k, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const size_t count = static_cast<size_t>(n * k);
+  std::vector<uint8_t> w(count * (t == WType::k_f32 ? 4 : 2));
+  for (size_t i = 0; i < count; ++i) {
+    const float v = u(rng);
+    if (t == WType::k_f32) {
+      std::memcpy(w.data() + 4 * i, &v, 4);
+    } else {
+      const uint16_t h = t == WType::k_f16 ? f32_to_f16(v) : f32_to_bf16(v);
+      std::memcpy(w.data() + 2 * i, &h, 2);
+    }
+  }
+  return w;
+}
+
+double nmse(const std::vector<float>& y, const std::vector<float>& ref, int64_t m, int64_t n,
+            int64_t ldy) {
+  double err = 0, norm = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double a = y[static_cast<size_t>(r * ldy + j)];
+      const double b = ref[static_cast<size_t>(r * ldy + j)];
+      err += (a - b) * (a - b);
+      norm += b * b;
+    }
+  }
+  return norm > 0 ? err / norm : err;
+}
+
+// y = x . W^T (+ bias) with one table; y keeps its padding (columns n..ldy-1) as given.
+struct Runner {
+  const MatmulKernel& kern;
+  uint64_t packed_size;
+  Buffer packed;
+
+  Runner(const MatmulKernel& kern_, const std::vector<uint8_t>& w, int64_t n, int64_t k)
+      : kern(kern_), packed_size(kern_.packed_bytes(n, k)), packed(alloc_guarded(packed_size)) {
+    REQUIRE(packed_size > 0);
+    kern.pack(w.data(), nullptr, n, k, packed.get());
+    REQUIRE(guard_ok(packed, packed_size));
+  }
+
+  void run(const std::vector<float>& x, int64_t ldx, std::vector<float>& y, int64_t ldy,
+           const float* bias, int64_t m, int64_t n, int64_t k, const ThreadPool* pool) {
+    const int threads = pool != nullptr ? pool->n_threads : 1;
+    const uint64_t scratch_size = kern.scratch_bytes(m, n, k, threads);
+    Buffer scratch = alloc_guarded(scratch_size);
+    kern.run(packed.get(), x.data(), ldx, y.data(), ldy, bias, m, n, k, scratch.get(), pool);
+    REQUIRE(guard_ok(scratch, scratch_size));
+  }
+};
+
+// A real pool for the tests: `n_threads` std::threads pull chunks of `grain` from a counter.
+void thread_pool_run(void* impl, int64_t n, int64_t grain, RangeFn fn, void* ctx) {
+  const int threads = *static_cast<int*>(impl);
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (;;) {
+      const int64_t b = next.fetch_add(grain);
+      if (b >= n) return;
+      fn(ctx, b, std::min(n, b + grain));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+struct Case {
+  int64_t m, n, k, ldx, ldy;
+  bool bias;
+};
+
+// Runs one case on `table` and the reference; checks NMSE, that y's padding is untouched, and
+// (when `pool`) that the threaded result equals the serial one bit for bit (every output is
+// computed in the same order whatever the split).
+void check_case(const KernelTable& table, WType type, const Case& c, std::mt19937& rng,
+                const ThreadPool* pool) {
+  CAPTURE(table.isa);
+  CAPTURE(wtype_name(type));
+  CAPTURE(c.m);
+  CAPTURE(c.n);
+  CAPTURE(c.k);
+  CAPTURE(c.ldx);
+  CAPTURE(c.ldy);
+  CAPTURE(c.bias);
+  const std::vector<uint8_t> w = make_weights(type, c.n, c.k, rng);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(c.m * c.ldx));
+  for (float& v : x) v = u(rng);
+  std::vector<float> bias(static_cast<size_t>(c.n));
+  for (float& v : bias) v = u(rng);
+  const float* b = c.bias ? bias.data() : nullptr;
+
+  const float kPad = -12345.0f;
+  std::vector<float> ref(static_cast<size_t>(c.m * c.ldy), kPad);
+  Runner rr(kernel_table_ref().matmul[static_cast<int>(type)], w, c.n, c.k);
+  rr.run(x, c.ldx, ref, c.ldy, b, c.m, c.n, c.k, nullptr);
+
+  std::vector<float> y(ref.size(), kPad);
+  Runner rh(table.matmul[static_cast<int>(type)], w, c.n, c.k);
+  rh.run(x, c.ldx, y, c.ldy, b, c.m, c.n, c.k, nullptr);
+  const double e = nmse(y, ref, c.m, c.n, c.ldy);
+  CAPTURE(e);
+  CHECK(e <= tolerance(type));
+  bool pad_ok = true;
+  for (int64_t r = 0; r < c.m; ++r) {
+    for (int64_t j = c.n; j < c.ldy; ++j) pad_ok &= y[static_cast<size_t>(r * c.ldy + j)] == kPad;
+  }
+  CHECK(pad_ok);
+
+  if (pool != nullptr) {
+    std::vector<float> yt(ref.size(), kPad);
+    rh.run(x, c.ldx, yt, c.ldy, b, c.m, c.n, c.k, pool);
+    CHECK(std::memcmp(yt.data(), y.data(), y.size() * sizeof(float)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul float: every target and type matches the reference on odd and tiny shapes") {
+  const int64_t ms[] = {1, 2, 3, 13, 17, 31, 33, 65, 100};
+  const int64_t ns[] = {1, 3, 17, 31, 33, 65, 100};
+  const int64_t ks[] = {1, 2, 3, 17, 31, 33, 65, 100};
+  for (const int64_t target : kernel_hwy_targets()) {
+    const KernelTable table = kernel_table_hwy(target);
+    MESSAGE("target " << std::string(table.isa));
+    for (const WType type : kFloatTypes) {
+      std::mt19937 rng(1234);
+      int i = 0;
+      for (const int64_t m : ms) {
+        for (const int64_t n : ns) {
+          for (const int64_t k : ks) {
+            // Strides and bias vary deterministically over the cases.
+            const Case c{m, n, k, k + (i % 3) * 5, n + (i / 3 % 2) * 7, i % 2 == 0};
+            check_case(table, type, c, rng, nullptr);
+            ++i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul float: blocked shapes (several k blocks, column and row chunks), threaded") {
+  // k of 1030 and 2101 crosses 2-3 k blocks of every kernel (768, or 1024 on vdpbf16ps; an odd
+  // last block for bf16); n > 160 several column chunks; m > 192 several row chunks; 2 and 3
+  // workers split rows, columns and GEMV panels differently.
+  const Case cases[] = {
+      {1, 1000, 777, 777, 1000, true},  {1, 37, 1100, 1103, 37, false},
+      {2, 300, 600, 600, 300, true},    {40, 300, 1030, 1031, 305, false},
+      {200, 45, 70, 70, 45, true},      {130, 513, 257, 260, 520, true},
+      {70, 100, 2101, 2101, 100, true},
+  };
+  for (const int threads : {2, 3}) {
+    int impl = threads;
+    const ThreadPool pool{thread_pool_run, &impl, threads};
+    for (const int64_t target : kernel_hwy_targets()) {
+      const KernelTable table = kernel_table_hwy(target);
+      for (const WType type : kFloatTypes) {
+        std::mt19937 rng(99);
+        for (const Case& c : cases) check_case(table, type, c, rng, &pool);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul float: packing happens once; run never writes the packed weights") {
+  for (const int64_t target : kernel_hwy_targets()) {
+    const KernelTable table = kernel_table_hwy(target);
+    for (const WType type : kFloatTypes) {
+      CAPTURE(table.isa);
+      CAPTURE(wtype_name(type));
+      for (const int64_t m : {int64_t{1}, int64_t{29}}) {
+        const int64_t n = 70, k = 301;
+        std::mt19937 rng(7);
+        const std::vector<uint8_t> w = make_weights(type, n, k, rng);
+        std::vector<float> x(static_cast<size_t>(m * k)), bias(static_cast<size_t>(n));
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (float& v : x) v = u(rng);
+        for (float& v : bias) v = u(rng);
+        Runner r(table.matmul[static_cast<int>(type)], w, n, k);
+        const std::vector<uint8_t> before(r.packed.get(), r.packed.get() + r.packed_size);
+        std::vector<float> y1(static_cast<size_t>(m * n)), y2(y1.size(), 1.0f);
+        r.run(x, k, y1, n, bias.data(), m, n, k, nullptr);
+        r.run(x, k, y2, n, bias.data(), m, n, k, nullptr);
+        CHECK(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(before.data(), r.packed.get(), r.packed_size) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul float: bf16 rounds x to bf16 (nearest even) before multiplying") {
+  // W = one row of ones; x chosen so that x rounded to bf16 differs from x: the sum of the
+  // rounded values is exact in f32, and distinguishes rounding from truncation or no rounding.
+  const int64_t n = 1, k = 4;
+  std::vector<uint8_t> w(2 * k);
+  for (int64_t i = 0; i < k; ++i) {
+    const uint16_t one = 0x3f80;
+    std::memcpy(w.data() + 2 * i, &one, 2);
+  }
+  // 1 + 2^-8 + 2^-9 rounds up to 1 + 2^-7; 1 + 2^-9 (a tie) rounds to even 1; 3 + 2^-7 rounds
+  // to 3 (tie, even); -(1 + 2^-7 + 2^-8) (tie) rounds to -(1 + 2^-6).
+  const std::vector<float> x = {1.0f + 0x1p-8f + 0x1p-9f, 1.0f + 0x1p-9f, 3.0f + 0x1p-7f,
+                                -(1.0f + 0x1p-7f + 0x1p-8f)};
+  const float expect = (1.0f + 0x1p-7f) + 1.0f + 3.0f - (1.0f + 0x1p-6f);
+  for (const int64_t target : kernel_hwy_targets()) {
+    const KernelTable table = kernel_table_hwy(target);
+    CAPTURE(table.isa);
+    for (const int64_t m : {int64_t{1}, int64_t{2}}) {
+      std::vector<float> xm;
+      for (int64_t r = 0; r < m; ++r) xm.insert(xm.end(), x.begin(), x.end());
+      Runner r(table.matmul[static_cast<int>(WType::k_bf16)], w, n, k);
+      std::vector<float> y(static_cast<size_t>(m));
+      r.run(xm, k, y, 1, nullptr, m, n, k, nullptr);
+      for (const float v : y) CHECK(v == expect);
+    }
+  }
+}
