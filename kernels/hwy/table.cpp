@@ -18,6 +18,7 @@ KernelTable kernel_table_hwy(int64_t target) {
   KernelTable t = kernel_table_ref();
   t.isa = kernel_target_name(target);
   // One line per family (kernels/hwy/fill.h):
+  hwy_fill::matmul_int(t, target);
   return t;
 }
 

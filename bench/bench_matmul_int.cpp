@@ -1,0 +1,173 @@
+// Integer / GGUF-block matmuls (kernels/hwy/matmul_int-inl.h) on the best Highway target, 1 thread.
+//  GEMM (m > 1): GOP/s (2*m*n*k per call) and % of the measured VNNI int8 peak.
+//  GEMV (m == 1, decode): each call uses the next of several packed matrices whose total is far
+//    beyond the 32 MiB L3, so weights stream from DRAM: GB/s of packed weights read per call and
+//    % of the measured DRAM read bandwidth.
+// Run: build/bench/laya-bench-kernels --benchmark_filter=matmul_int --benchmark_repetitions=5
+//        --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "bench/peak.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+namespace {
+
+using laya::kernels::BlockQ4_0;
+using laya::kernels::BlockQ4_1;
+using laya::kernels::BlockQ8_0;
+using laya::kernels::kQK;
+using laya::kernels::MatmulKernel;
+using laya::kernels::WType;
+
+const laya::kernels::KernelTable& table() {
+  static const laya::kernels::KernelTable t = laya::kernels::kernel_table_hwy();
+  return t;
+}
+
+// Random weights [n, k] in the file layout of `type` (int8 rows + scales for i8).
+void make_weights(WType type, int64_t n, int64_t k, std::vector<uint8_t>* bytes,
+                  std::vector<float>* scales) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(k));
+  const int64_t nb = k / kQK;
+  size_t row_bytes = static_cast<size_t>(k);
+  if (type == WType::k_q8_0) row_bytes = nb * sizeof(BlockQ8_0);
+  if (type == WType::k_q4_0) row_bytes = nb * sizeof(BlockQ4_0);
+  if (type == WType::k_q4_1) row_bytes = nb * sizeof(BlockQ4_1);
+  bytes->assign(row_bytes * n, 0);
+  scales->assign(static_cast<size_t>(n), 0.0f);
+  for (int64_t j = 0; j < n; ++j) {
+    for (float& v : row) v = dist(rng);
+    uint8_t* dst = bytes->data() + row_bytes * j;
+    switch (type) {
+      case WType::k_i8:
+        (*scales)[j] =
+            laya::kernels::quantize_row_i8(row.data(), reinterpret_cast<int8_t*>(dst), k);
+        break;
+      case WType::k_q8_0:
+        laya::kernels::quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(dst), k);
+        break;
+      case WType::k_q4_0:
+        laya::kernels::quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(dst), k);
+        break;
+      default:
+        laya::kernels::quantize_row_q4_1(row.data(), reinterpret_cast<BlockQ4_1*>(dst), k);
+        break;
+    }
+  }
+}
+
+struct Buffers {
+  std::vector<float> x, y;
+  void* scratch = nullptr;
+  explicit Buffers(const MatmulKernel& kern, int64_t m, int64_t n, int64_t k) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    x.resize(static_cast<size_t>(m * k));
+    for (float& v : x) v = dist(rng);
+    y.resize(static_cast<size_t>(m * n));
+    const uint64_t sb = kern.scratch_bytes(m, n, k, 1);
+    scratch = std::aligned_alloc(64, (sb + 63) / 64 * 64 + 64);
+  }
+  ~Buffers() { std::free(scratch); }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+};
+
+// args: m, n, k
+template <WType T>
+void BM_matmul_int_gemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const MatmulKernel& kern = table().matmul[static_cast<int>(T)];
+  std::vector<uint8_t> w;
+  std::vector<float> scales;
+  make_weights(T, n, k, &w, &scales);
+  const uint64_t pb = kern.packed_bytes(n, k);
+  void* packed = std::aligned_alloc(64, (pb + 63) / 64 * 64);
+  kern.pack(w.data(), scales.data(), n, k, packed);
+  Buffers buf(kern, m, n, k);
+  const double peak = laya::bench::peaks().int8_gops;
+  for (auto _ : state) {
+    kern.run(packed, buf.x.data(), k, buf.y.data(), n, nullptr, m, n, k, buf.scratch, nullptr);
+    benchmark::DoNotOptimize(buf.y.data());
+    benchmark::ClobberMemory();
+  }
+  laya::bench::report_flops(state, 2.0 * m * n * k, peak);
+  state.SetLabel(table().isa);
+  std::free(packed);
+}
+
+// args: n, k, number of matrices cycled through (their total is the DRAM working set)
+template <WType T>
+void BM_matmul_int_gemv(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1), count = state.range(2);
+  const MatmulKernel& kern = table().matmul[static_cast<int>(T)];
+  std::vector<uint8_t> w;
+  std::vector<float> scales;
+  make_weights(T, n, k, &w, &scales);
+  const uint64_t pb = kern.packed_bytes(n, k);
+  const size_t stride = (pb + 4095) / 4096 * 4096;
+  uint8_t* all = static_cast<uint8_t*>(laya::bench::huge_alloc(stride * count));
+  for (int64_t i = 0; i < count; ++i) kern.pack(w.data(), scales.data(), n, k, all + stride * i);
+  Buffers buf(kern, 1, n, k);
+  laya::bench::peaks();  // measured before timing starts
+  int64_t i = 0;
+  for (auto _ : state) {
+    kern.run(all + stride * i, buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
+             nullptr);
+    benchmark::DoNotOptimize(buf.y.data());
+    benchmark::ClobberMemory();
+    if (++i == count) i = 0;
+  }
+  laya::bench::report_bytes(state, static_cast<double>(pb));
+  state.counters["MiB_set"] = static_cast<double>(stride * count) / (1 << 20);
+  state.SetLabel(table().isa);
+  laya::bench::huge_free(all, stride * count);
+}
+
+}  // namespace
+
+// GEMM: encoder / prefill shapes.
+BENCHMARK(BM_matmul_int_gemm<WType::k_i8>)
+    ->Args({128, 576, 1536})
+    ->Args({128, 1536, 576})
+    ->Args({512, 512, 512})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q8_0>)
+    ->Args({128, 576, 1536})
+    ->Args({512, 512, 512})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0>)
+    ->Args({128, 576, 1536})
+    ->Args({512, 512, 512})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_1>)->Args({128, 576, 1536})->Unit(benchmark::kMicrosecond);
+
+// GEMV from DRAM: SmolLM-sized matrices (576 x 1536) cycled through ~200+ MiB, and 4096 x 4096.
+BENCHMARK(BM_matmul_int_gemv<WType::k_i8>)
+    ->Args({1536, 576, 256})
+    ->Args({1536, 576, 1})
+    ->Args({4096, 4096, 12})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::k_q8_0>)
+    ->Args({1536, 576, 256})
+    ->Args({1536, 576, 1})
+    ->Args({4096, 4096, 12})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::k_q4_0>)
+    ->Args({1536, 576, 448})
+    ->Args({1536, 576, 1})
+    ->Args({4096, 4096, 24})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::k_q4_1>)
+    ->Args({1536, 576, 448})
+    ->Args({1536, 576, 1})
+    ->Args({4096, 4096, 24})
+    ->Unit(benchmark::kMicrosecond);
