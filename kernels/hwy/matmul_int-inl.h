@@ -3,7 +3,7 @@
 // laya::kernels::HWY_NAMESPACE. Semantics: kernels/ref/matmul.cpp.
 //
 // Packed weights (written by pack at prepare; L = int32 lanes of the target: AVX3 16, AVX2 8,
-// SSE4 4, SCALAR 1). Columns (output rows of W) form tiles of L, padded with zero weights; kP
+// SSE4 4, SCALAR 1). Columns (output rows of W) form tiles of L, padded with zero weights; kP<T>
 // tiles form a group, and a group is stored as one record per block of 32 (i8: per 4 k-values):
 //   quants [groups of 4 k-values in the block][tiles of the group][L][4], then f16 d[tiles][L],
 //   then (q4_1) f16 m[tiles][L]         (i8: quants only; f32 scales[tiles * L] after all groups)
@@ -13,7 +13,7 @@
 // ^ 0x80 (w + 128 as u8); q4 bytes as they are, whose low nibble is element 4gr + j and high
 // nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them.
 //
-// Quantized activations (scratch, one row per token, `XRow` below): the int8 values exactly as
+// Quantized activations (scratch, panels of tokens, `XPanel` below): the int8 values exactly as
 // quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them, stored as
 // arrays (qs[k], then per block f32 d, int32 sum(qs), and for q8_1 f32 s) instead of GGUF structs.
 //
@@ -68,26 +68,30 @@ inline bool is_block(WType t) {
 }
 
 // Register blocking per target: GEMM tiles of kMR rows x kNT column tiles (i8 and block types
-// separately: block types keep an int32 and an f32 accumulator per output vector). kP tiles form
-// a packed group (below), the GEMV step; kNT divides kP.
+// separately: block types keep an int32 and an f32 accumulator per output vector). kP<T> tiles
+// form a packed group (below), the GEMV step; kNT divides it. q8_0 GEMVs read DRAM faster with
+// 2-tile groups than with 4 on Zen 4 (measured: ~26 vs ~21 GB/s), the other types with 4.
 #if HWY_TARGET == HWY_AVX3
-inline constexpr int kMRI8 = 8, kNTI8 = 2, kMRB = 4, kNTB = 2, kP = 4;
+inline constexpr int kMRI8 = 8, kNTI8 = 2, kMRB = 4, kNTB = 2, kPQ8 = 2, kPOther = 4;
 #elif HWY_TARGET == HWY_SCALAR
-inline constexpr int kMRI8 = 2, kNTI8 = 1, kMRB = 2, kNTB = 1, kP = 2;
+inline constexpr int kMRI8 = 2, kNTI8 = 1, kMRB = 2, kNTB = 1, kPQ8 = 2, kPOther = 2;
 #else
-inline constexpr int kMRI8 = 4, kNTI8 = 2, kMRB = 2, kNTB = 2, kP = 4;
+inline constexpr int kMRI8 = 4, kNTI8 = 2, kMRB = 2, kNTB = 2, kPQ8 = 2, kPOther = 4;
 #endif
-static_assert(kP % kNTI8 == 0 && kP % kNTB == 0);
+template <WType T>
+inline constexpr int kP = T == WType::k_q8_0 ? kPQ8 : kPOther;
+static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0);
 
 // ---- packed weight geometry -------------------------------------------------------------------
 
-// Tiles are grouped by kP; group g holds tiles [g*kP, g*kP + p), p = kP except in the last group.
+// Tiles are grouped by P; group g holds tiles [g*P, g*P + p), p = P except in the last group.
 // A group is kb records, one per block (i8: per group of 4 k-values), each record
 //   quants [qb / 4L groups of 4 k-values][p tiles][L][4], then f16 d [p][L], then (q4_1) f16 m
-// so a GEMV over the kP tiles of a group reads one linear stream, load after load.
+// so a GEMV over the P tiles of a group reads one linear stream, load after load.
 // Groups start 64-byte aligned.
 struct Geometry {
   int64_t L = 0;           // columns per tile
+  int64_t P = 0;           // tiles per group (kP<T>)
   int64_t tiles = 0;       // ceil(n / L)
   int64_t groups = 0;      // ceil(tiles / kP)
   int64_t kb = 0;          // records per group: i8 groups of 4 k-values, else blocks of 32
@@ -97,7 +101,7 @@ struct Geometry {
   int64_t scales_off = 0;  // i8: byte offset of f32 scales[tiles * L]
   int64_t total = 0;       // packed bytes
 
-  int64_t group_tiles(int64_t g) const { return std::min<int64_t>(kP, tiles - g * kP); }
+  int64_t group_tiles(int64_t g) const { return std::min(P, tiles - g * P); }
   int64_t record(int64_t g) const { return group_tiles(g) * (qb + sb); }
   const uint8_t* group(const uint8_t* base, int64_t g) const { return base + g * gstride; }
 };
@@ -108,7 +112,8 @@ Geometry geometry(int64_t n, int64_t k) {
   if (n <= 0 || k <= 0 || (is_block(T) && k % kQK != 0)) return g;
   g.L = lanes();
   g.tiles = (n + g.L - 1) / g.L;
-  g.groups = (g.tiles + kP - 1) / kP;
+  g.P = kP<T>;
+  g.groups = (g.tiles + g.P - 1) / g.P;
   if constexpr (T == WType::k_i8) {
     g.kb = (k + 3) / 4;
     g.qb = 4 * g.L;
@@ -117,7 +122,7 @@ Geometry geometry(int64_t n, int64_t k) {
     g.qb = (T == WType::k_q8_0 ? 32 : 16) * g.L;
     g.sb = (T == WType::k_q4_1 ? 4 : 2) * g.L;
   }
-  g.gstride = round_up(g.kb * kP * (g.qb + g.sb), 64);
+  g.gstride = round_up(g.kb * g.P * (g.qb + g.sb), 64);
   const int64_t last = g.groups - 1;
   g.total = last * g.gstride + round_up(g.kb * g.record(last), 64);
   if constexpr (T == WType::k_i8) {
@@ -148,7 +153,7 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
   constexpr uint8_t kXor = (T == WType::k_i8 || T == WType::k_q8_0) ? 0x80 : 0x00;
   const Block* blocks = reinterpret_cast<const Block*>(src);
   for (int64_t t = 0; t < g.tiles; ++t) {
-    const int64_t gi = t / kP, i = t % kP, p = g.group_tiles(gi);
+    const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
     uint8_t* base = out + gi * g.gstride;
     for (int64_t b = 0; b < g.kb; ++b) {
       uint8_t* rec = base + b * g.record(gi);
@@ -182,30 +187,45 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
   }
 }
 
-// ---- quantized activation rows (scratch) ------------------------------------------------------
+// ---- quantized activations (scratch) ------------------------------------------------------------
 
-struct XRow {
-  int64_t stride = 0;   // bytes per row (64-byte multiple)
-  int64_t d_off = 0;    // f32 d[nb] (i8: d[0] = the row scale)
-  int64_t sum_off = 0;  // int32 sum(qs)[nb] (i8: one sum for the row)
-  int64_t s_off = 0;    // q8_1: f32 s[nb] = f16_to_f32(f16(d * sum))
+// Tokens are stored in panels of `rows` consecutive tokens (1 for a GEMV, the GEMM's kMR rows
+// otherwise), like a packed A operand, so a micro-kernel broadcasts every row's 4 bytes from one
+// pointer. A panel holds, for slot r (token panel * rows + r):
+//   qs   [k4 / 4][rows][4] int8   k4 = round_up(k, 4), zero past k
+//   d    [nb][rows] f32           block scales f16_to_f32(f16(amax / 127)) (i8: nb = 1, the
+//                                 token's scale)
+//   sum  [nb][rows] int32         sum of the block's qs (for the exact offset corrections)
+//   s    [nb][rows] f32           q8_1 only: f16_to_f32(f16(d * sum))
+struct XPanel {
+  int64_t rows = 0;
+  int64_t stride = 0;  // bytes per panel (64-byte multiple)
+  int64_t d_off = 0, sum_off = 0, s_off = 0;
 };
 
 template <WType T>
-XRow x_row(int64_t k) {
-  XRow r;
+XPanel x_panel(int64_t k, int64_t rows) {
+  XPanel p;
   const int64_t nb = T == WType::k_i8 ? 1 : k / kQK;
-  r.d_off = round_up(k, 64);
-  r.sum_off = r.d_off + 4 * nb;
-  r.s_off = r.sum_off + 4 * nb;
-  r.stride = r.d_off + round_up(12 * nb, 64);
-  return r;
+  p.rows = rows;
+  p.d_off = round_up(round_up(k, 4) * rows, 64);
+  p.sum_off = p.d_off + 4 * nb * rows;
+  p.s_off = p.sum_off + 4 * nb * rows;
+  p.stride = p.d_off + round_up(12 * nb * rows, 64);
+  return p;
+}
+
+// Rows per activation panel for an m-row run.
+template <WType T>
+constexpr int64_t panel_rows(int64_t m) {
+  return m == 1 ? 1 : (T == WType::k_i8 ? kMRI8 : kMRB);
 }
 
 template <WType T>
 uint64_t scratch_bytes(int64_t m, int64_t, int64_t k, int) {
   if (m <= 0 || k <= 0) return 0;
-  return static_cast<uint64_t>(m * x_row<T>(k).stride);
+  const int64_t rows = panel_rows<T>(m);
+  return static_cast<uint64_t>((m + rows - 1) / rows * x_panel<T>(k, rows).stride);
 }
 
 // nearbyint(v) as int32 (the current rounding mode: nearest-even by default, like quant.cpp).
@@ -218,59 +238,72 @@ HWY_INLINE VI nearest_int(VF v) {
 #endif
 }
 
-// quantize_row_i8 into row `xr` (qs zero-padded to a multiple of 64), plus d[0] = scale and
-// sum[0] = sum(qs).
-inline void quantize_x_i8(const float* x, int64_t k, uint8_t* xr, const XRow& lay) {
+// Stores `bytes` (a multiple of 4) quantized values of slot `slot`, from element e0 (a multiple
+// of 4) on.
+HWY_INLINE void put_qs(uint8_t* panel, const XPanel& lay, int64_t slot, int64_t e0,
+                       const int8_t* src, int64_t bytes) {
+  if (lay.rows == 1) {
+    std::memcpy(panel + e0, src, static_cast<size_t>(bytes));
+    return;
+  }
+  for (int64_t j = 0; j < bytes; j += 4)
+    std::memcpy(panel + ((e0 + j) / 4 * lay.rows + slot) * 4, src + j, 4);
+}
+
+// quantize_row_i8 into slot `slot` of `panel`.
+inline void quantize_x_i8(const float* x, int64_t k, uint8_t* panel, int64_t slot,
+                          const XPanel& lay) {
   const DF df;
   const DI di;
   const hn::Rebind<int8_t, DI> d8;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  int8_t* q = reinterpret_cast<int8_t*>(xr);
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));  // divides 32 on every target
   int64_t i = 0;
   VF vmax = hn::Zero(df);
   for (; i + N <= k; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, x + i)));
   float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
   for (; i < k; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-  float scale = 1.0f;
+  const float scale = amax == 0.0f ? 1.0f : amax / 127.0f;
+  const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;  // amax == 0: all q are 0 either way
+  const VF vinv = hn::Set(df, inv);
+  const VI lo = hn::Set(di, -127), hi = hn::Set(di, 127);
+  VI vsum = hn::Zero(di);
   int32_t sum = 0;
-  if (amax == 0.0f) {
-    std::memset(q, 0, static_cast<size_t>(k));
-  } else {
-    scale = amax / 127.0f;
-    const float inv = 127.0f / amax;
-    const VF vinv = hn::Set(df, inv);
-    const VI lo = hn::Set(di, -127), hi = hn::Set(di, 127);
-    VI vsum = hn::Zero(di);
-    for (i = 0; i + N <= k; i += N) {
-      const VI r = hn::Min(hn::Max(nearest_int(hn::Mul(hn::LoadU(df, x + i), vinv)), lo), hi);
-      vsum = hn::Add(vsum, r);
-      hn::StoreU(hn::DemoteTo(d8, r), d8, q + i);
+  HWY_ALIGN int8_t tmp[kQK];
+  for (int64_t c0 = 0; c0 < k; c0 += kQK) {
+    const int64_t count = std::min<int64_t>(kQK, k - c0);
+    if (count == kQK) {
+      for (int64_t j = 0; j < kQK; j += N) {
+        const VI r =
+            hn::Min(hn::Max(nearest_int(hn::Mul(hn::LoadU(df, x + c0 + j), vinv)), lo), hi);
+        vsum = hn::Add(vsum, r);
+        hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + j);
+      }
+    } else {
+      std::memset(tmp, 0, sizeof tmp);
+      for (int64_t j = 0; j < count; ++j) {
+        const float r = std::nearbyintf(x[c0 + j] * inv);
+        tmp[j] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, r)));
+        sum += tmp[j];
+      }
     }
-    sum = hn::GetLane(hn::SumOfLanes(di, vsum));
-    for (; i < k; ++i) {
-      const float r = std::nearbyintf(x[i] * inv);
-      q[i] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, r)));
-      sum += q[i];
-    }
+    put_qs(panel, lay, slot, c0, tmp, round_up(count, 4));
   }
-  std::memset(q + k, 0, static_cast<size_t>(lay.d_off - k));
-  float* d = reinterpret_cast<float*>(xr + lay.d_off);
-  int32_t* s = reinterpret_cast<int32_t*>(xr + lay.sum_off);
-  d[0] = scale;
-  s[0] = sum;
+  sum += hn::GetLane(hn::SumOfLanes(di, vsum));
+  std::memcpy(panel + lay.d_off + 4 * slot, &scale, 4);
+  std::memcpy(panel + lay.sum_off + 4 * slot, &sum, 4);
 }
 
-// quantize_act_q8_0 (kQ81: quantize_act_q8_1) into row `xr`, block by block.
+// quantize_act_q8_0 (kQ81: quantize_act_q8_1) into slot `slot` of `panel`, block by block.
 template <bool kQ81>
-void quantize_x_q8(const float* x, int64_t k, uint8_t* xr, const XRow& lay) {
+void quantize_x_q8(const float* x, int64_t k, uint8_t* panel, int64_t slot, const XPanel& lay) {
   const DF df;
   const DI di;
   const hn::Rebind<int8_t, DI> d8;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));  // divides 32 on every target
-  int8_t* q = reinterpret_cast<int8_t*>(xr);
-  float* dd = reinterpret_cast<float*>(xr + lay.d_off);
-  int32_t* ss = reinterpret_cast<int32_t*>(xr + lay.sum_off);
-  float* s1 = reinterpret_cast<float*>(xr + lay.s_off);
+  float* dd = reinterpret_cast<float*>(panel + lay.d_off);
+  int32_t* ss = reinterpret_cast<int32_t*>(panel + lay.sum_off);
+  float* s1 = reinterpret_cast<float*>(panel + lay.s_off);
+  HWY_ALIGN int8_t tmp[kQK];
   for (int64_t b = 0; b < k / kQK; ++b) {
     const float* xb = x + b * kQK;
     VF vmax = hn::Zero(df);
@@ -283,22 +316,24 @@ void quantize_x_q8(const float* x, int64_t k, uint8_t* xr, const XRow& lay) {
     for (int64_t i = 0; i < kQK; i += N) {
       const VI r = nearest_int(hn::Mul(hn::LoadU(df, xb + i), vid));
       vsum = hn::Add(vsum, r);
-      hn::StoreU(hn::DemoteTo(d8, r), d8, q + b * kQK + i);
+      hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + i);
     }
+    put_qs(panel, lay, slot, b * kQK, tmp, kQK);
     const int32_t sum = hn::GetLane(hn::SumOfLanes(di, vsum));
-    dd[b] = f16_to_f32(f32_to_f16(d));
-    ss[b] = sum;
-    if constexpr (kQ81) s1[b] = f16_to_f32(f32_to_f16(static_cast<float>(sum) * d));
+    const int64_t at = b * lay.rows + slot;
+    dd[at] = f16_to_f32(f32_to_f16(d));
+    ss[at] = sum;
+    if constexpr (kQ81) s1[at] = f16_to_f32(f32_to_f16(static_cast<float>(sum) * d));
   }
-  std::memset(q + k, 0, static_cast<size_t>(lay.d_off - k));
 }
 
+// Quantizes token row x[k] into slot `slot` of `panel`.
 template <WType T>
-void quantize_x(const float* x, int64_t k, uint8_t* xr, const XRow& lay) {
+void quantize_x(const float* x, int64_t k, uint8_t* panel, int64_t slot, const XPanel& lay) {
   if constexpr (T == WType::k_i8) {
-    quantize_x_i8(x, k, xr, lay);
+    quantize_x_i8(x, k, panel, slot, lay);
   } else {
-    quantize_x_q8<T == WType::k_q4_1>(x, k, xr, lay);
+    quantize_x_q8<T == WType::k_q4_1>(x, k, panel, slot, lay);
   }
 }
 
@@ -402,9 +437,8 @@ struct MicroArgs {
   const uint8_t* wm = nullptr;  // its f16 m (q4_1)
   int64_t rec = 0;              // bytes between records
   const Geometry* geo = nullptr;
-  const uint8_t* x = nullptr;  // first quantized row
-  int64_t xstride = 0;         // bytes between quantized rows
-  const XRow* xl = nullptr;
+  const uint8_t* x = nullptr;  // activation panel (its slot 0 is the first row)
+  const XPanel* xp = nullptr;
   const float* wscale = nullptr;  // i8: scales of the panel's first column
   float* out = nullptr;           // f32 [MR, NT * L], row stride NT * L
 };
@@ -466,24 +500,24 @@ inline void FillMatmulInt(KernelTable& t, bool allow_vnni) {
 
 // Test hook: this target's activation quantizer for `type`, written out in quant.h's layout
 // (i8: int8 out[k], returns the scale; q8_0 / q4_0: BlockQ8_0[k/32]; q4_1: BlockQ8_1[k/32]).
-// `work` holds x_row(k).stride bytes, 64-byte aligned.
+// `work` holds x_panel(k, 1).stride bytes, 64-byte aligned.
 inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, void* work) {
   using namespace matmul_int;
   uint8_t* xr = static_cast<uint8_t*>(work);
   const WType t = static_cast<WType>(type);
   if (t == WType::k_i8) {
-    const XRow lay = x_row<WType::k_i8>(k);
-    quantize_x<WType::k_i8>(x, k, xr, lay);
+    const XPanel lay = x_panel<WType::k_i8>(k, 1);
+    quantize_x<WType::k_i8>(x, k, xr, 0, lay);
     std::memcpy(out, xr, static_cast<size_t>(k));
     float s;
     std::memcpy(&s, xr + lay.d_off, 4);
     return s;
   }
-  const XRow lay = x_row<WType::k_q8_0>(k);  // same layout for q8_1
+  const XPanel lay = x_panel<WType::k_q8_0>(k, 1);  // the same layout for q8_1
   if (t == WType::k_q4_1) {
-    quantize_x<WType::k_q4_1>(x, k, xr, lay);
+    quantize_x<WType::k_q4_1>(x, k, xr, 0, lay);
   } else {
-    quantize_x<WType::k_q8_0>(x, k, xr, lay);
+    quantize_x<WType::k_q8_0>(x, k, xr, 0, lay);
   }
   const float* d = reinterpret_cast<const float*>(xr + lay.d_off);
   const float* s = reinterpret_cast<const float*>(xr + lay.s_off);

@@ -27,7 +27,7 @@ void hwy_matmul_int::fill(KernelTable& t, int64_t target, bool allow_vnni) {
 
 float hwy_matmul_int::quantize_act(int64_t target, WType type, const float* x, int64_t k,
                                    void* out) {
-  // At least x_row(k).stride: round_up(k, 64) + round_up(12 * (k / 32 or 1), 64).
+  // At least x_panel(k, 1).stride: round_up(k, 64) + round_up(12 * (k / 32 or 1), 64).
   const size_t bytes = static_cast<size_t>((k + 12 * (k / kQK + 1) + 256) / 64 * 64);
   void* work = std::aligned_alloc(64, bytes);
   const float s =

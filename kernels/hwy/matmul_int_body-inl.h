@@ -13,8 +13,10 @@ namespace LAYA_MI_NS {
 using namespace ::laya::kernels::HWY_NAMESPACE::matmul_int;  // NOLINT
 using Dot = LAYA_MI_DOT;
 
+// Activation panels hold XR rows (== the caller's MRMax); MR <= XR of them are used.
+
 // i8: out[r, t*L + c] = (f32(dot) * x_scale[r]) * w_scale[c], the reference's order.
-template <int MR, int NT>
+template <int MR, int NT, int XR>
 LAYA_MI_ATTR void micro_i8(const MicroArgs& a) {
   const DI di;
   const DU du;
@@ -22,31 +24,27 @@ LAYA_MI_ATTR void micro_i8(const MicroArgs& a) {
   const int64_t L = lanes();
   const int64_t G = a.geo->kb;
   VI acc[MR][NT];
-  const uint8_t* xr[MR];
-  for (int r = 0; r < MR; ++r) {
-    xr[r] = a.x + r * a.xstride;
+  for (int r = 0; r < MR; ++r)
     for (int t = 0; t < NT; ++t) acc[r][t] = hn::Zero(di);
-  }
   const uint8_t* w = a.w;
-  for (int64_t g = 0; g < G; ++g, w += a.rec) {
+  const uint8_t* xq = a.x;
+  for (int64_t g = 0; g < G; ++g, w += a.rec, xq += 4 * XR) {
     VI wv[NT];
     for (int t = 0; t < NT; ++t)
       wv[t] = hn::BitCast(di, hn::LoadU(du, reinterpret_cast<const uint32_t*>(w + t * 4 * L)));
     for (int r = 0; r < MR; ++r) {
-      const VI xv = hn::Set(di, load_i32(xr[r] + 4 * g));
+      const VI xv = hn::Set(di, load_i32(xq + 4 * r));
       for (int t = 0; t < NT; ++t) acc[r][t] = Dot::s8(acc[r][t], wv[t], xv);
     }
   }
+  const float* xs = reinterpret_cast<const float*>(a.x + a.xp->d_off);
+  const int32_t* xsum = reinterpret_cast<const int32_t*>(a.x + a.xp->sum_off);
   for (int r = 0; r < MR; ++r) {
-    float xs;
-    int32_t sum;
-    std::memcpy(&xs, xr[r] + a.xl->d_off, 4);
-    std::memcpy(&sum, xr[r] + a.xl->sum_off, 4);
-    const VI corr = hn::Set(
-        di, Dot::kBiased ? static_cast<int32_t>(static_cast<uint32_t>(sum) * 128u) : int32_t{0});
-    const VF vxs = hn::Set(df, xs);
+    const int32_t corr =
+        Dot::kBiased ? static_cast<int32_t>(static_cast<uint32_t>(xsum[r]) * 128u) : 0;
+    const VF vxs = hn::Set(df, xs[r]);
     for (int t = 0; t < NT; ++t) {
-      const VF v = hn::ConvertTo(df, hn::Sub(acc[r][t], corr));
+      const VF v = hn::ConvertTo(df, hn::Sub(acc[r][t], hn::Set(di, corr)));
       hn::Store(hn::Mul(hn::Mul(v, vxs), hn::LoadU(df, a.wscale + t * L)), df,
                 a.out + (r * NT + t) * L);
     }
@@ -54,7 +52,7 @@ LAYA_MI_ATTR void micro_i8(const MicroArgs& a) {
 }
 
 // Block types: per block b, isum = exact int32 dot; out += (d_w * d_x) * isum (+ m_w * s_x).
-template <WType T, int MR, int NT>
+template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
   const DI di;
   const DU du;
@@ -62,30 +60,24 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
   const hn::Rebind<hwy::float16_t, DF> dh;
   const int64_t L = lanes();
   const int64_t nb = a.geo->kb;
-  const XRow& xl = *a.xl;
+  const float* xd = reinterpret_cast<const float*>(a.x + a.xp->d_off);
+  const int32_t* xsum = reinterpret_cast<const int32_t*>(a.x + a.xp->sum_off);
+  const float* xs1 = reinterpret_cast<const float*>(a.x + a.xp->s_off);
   VF facc[MR][NT];
-  const uint8_t* xr[MR];
-  const float* xd[MR];
-  const int32_t* xsum[MR];
-  const float* xs1[MR];
-  for (int r = 0; r < MR; ++r) {
-    xr[r] = a.x + r * a.xstride;
-    xd[r] = reinterpret_cast<const float*>(xr[r] + xl.d_off);
-    xsum[r] = reinterpret_cast<const int32_t*>(xr[r] + xl.sum_off);
-    xs1[r] = reinterpret_cast<const float*>(xr[r] + xl.s_off);
+  for (int r = 0; r < MR; ++r)
     for (int t = 0; t < NT; ++t) facc[r][t] = hn::Zero(df);
-  }
   const VU nib_mask = hn::Set(du, 0x0F0F0F0Fu);
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < nb; ++b, xd += XR, xsum += XR, xs1 += XR) {
+    const uint8_t* xq = a.x + b * (kQK * XR);  // group-of-4 g of row r at xq + (g * XR + r) * 4
     VI iacc[MR][NT];
     for (int r = 0; r < MR; ++r) {
       int32_t init = 0;
-      if constexpr (T == WType::k_q4_0) init = -8 * xsum[r][b];
-      if constexpr (T == WType::k_q8_0 && Dot::kBiased) init = -128 * xsum[r][b];
+      if constexpr (T == WType::k_q4_0) init = -8 * xsum[r];
+      if constexpr (T == WType::k_q8_0 && Dot::kBiased) init = -128 * xsum[r];
       for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Set(di, init);
     }
+    const uint8_t* q = a.w + b * a.rec;
     if constexpr (T == WType::k_q8_0) {
-      const uint8_t* q = a.w + b * a.rec;
       for (int g = 0; g < 8; ++g) {
         VI wv[NT];
         for (int t = 0; t < NT; ++t) {
@@ -93,12 +85,11 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
           wv[t] = hn::BitCast(di, hn::LoadU(du, reinterpret_cast<const uint32_t*>(p)));
         }
         for (int r = 0; r < MR; ++r) {
-          const VI xv = hn::Set(di, load_i32(xr[r] + b * kQK + 4 * g));
+          const VI xv = hn::Set(di, load_i32(xq + (g * XR + r) * 4));
           for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::s8(iacc[r][t], wv[t], xv);
         }
       }
     } else {
-      const uint8_t* q = a.w + b * a.rec;
       for (int h = 0; h < 4; ++h) {
         VI lo[NT], hi[NT];
         for (int t = 0; t < NT; ++t) {
@@ -108,8 +99,8 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
           hi[t] = hn::BitCast(di, hn::And(hn::ShiftRight<4>(v), nib_mask));
         }
         for (int r = 0; r < MR; ++r) {
-          const VI xlo = hn::Set(di, load_i32(xr[r] + b * kQK + 4 * h));
-          const VI xhi = hn::Set(di, load_i32(xr[r] + b * kQK + 16 + 4 * h));
+          const VI xlo = hn::Set(di, load_i32(xq + (h * XR + r) * 4));
+          const VI xhi = hn::Set(di, load_i32(xq + ((h + 4) * XR + r) * 4));
           for (int t = 0; t < NT; ++t)
             iacc[r][t] = Dot::nib(Dot::nib(iacc[r][t], lo[t], xlo), hi[t], xhi);
         }
@@ -124,11 +115,11 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
             hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wm + off)));
     }
     for (int r = 0; r < MR; ++r) {
-      const VF vxd = hn::Set(df, xd[r][b]);
+      const VF vxd = hn::Set(df, xd[r]);
       for (int t = 0; t < NT; ++t)
         facc[r][t] = hn::MulAdd(hn::ConvertTo(df, iacc[r][t]), hn::Mul(sd[t], vxd), facc[r][t]);
       if constexpr (T == WType::k_q4_1) {
-        const VF vxs = hn::Set(df, xs1[r][b]);
+        const VF vxs = hn::Set(df, xs1[r]);
         for (int t = 0; t < NT; ++t) facc[r][t] = hn::MulAdd(sm[t], vxs, facc[r][t]);
       }
     }
@@ -137,18 +128,18 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     for (int t = 0; t < NT; ++t) hn::Store(facc[r][t], df, a.out + (r * NT + t) * L);
 }
 
-template <WType T, int MR, int NT>
+template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro(const MicroArgs& a) {
   if constexpr (T == WType::k_i8) {
-    micro_i8<MR, NT>(a);
+    micro_i8<MR, NT, XR>(a);
   } else {
-    micro_blk<T, MR, NT>(a);
+    micro_blk<T, MR, NT, XR>(a);
   }
 }
 
 using MicroFn = void (*)(const MicroArgs&);
 
-// fn[mr - 1][nt - 1] = micro<T, mr, nt>.
+// fn[mr - 1][nt - 1] = micro<T, mr, nt, MRMax>.
 template <WType T, int MRMax, int NTMax>
 struct MicroTable {
   MicroFn fn[MRMax][NTMax] = {};
@@ -156,7 +147,7 @@ struct MicroTable {
   template <int I>
   constexpr void fill() {
     if constexpr (I < MRMax * NTMax) {
-      fn[I / NTMax][I % NTMax] = &micro<T, I / NTMax + 1, I % NTMax + 1>;
+      fn[I / NTMax][I % NTMax] = &micro<T, I / NTMax + 1, I % NTMax + 1, MRMax>;
       fill<I + 1>();
     }
   }
@@ -167,7 +158,7 @@ struct Ctx {
   const uint8_t* w;
   const Geometry* geo;
   const uint8_t* xq;
-  const XRow* xl;
+  const XPanel* xp;
   float* y;
   int64_t ldy;
   const float* bias;
@@ -175,12 +166,12 @@ struct Ctx {
 };
 
 // Work items [b, e) of a run: item i covers column panel i / n_chunks (NTMax tiles of a packed
-// group; kP / NTMax panels per group) and rows [(i % n_chunks) * chunk, + chunk), in register
+// group; kP<T> / NTMax panels per group) and rows [(i % n_chunks) * chunk, + chunk), in register
 // blocks of up to MRMax rows.
 template <WType T, int MRMax, int NTMax>
 void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t e) {
   static constexpr MicroTable<T, MRMax, NTMax> kTable{};
-  constexpr int64_t kPanels = kP / NTMax;  // per group
+  constexpr int64_t kPanels = kP<T> / NTMax;  // per group
   HWY_ALIGN float out[MRMax * NTMax * hn::MaxLanes(DF())];
   const Geometry& geo = *c.geo;
   const int64_t L = geo.L;
@@ -192,7 +183,7 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
     const int64_t p = geo.group_tiles(g);
     if (i0 >= p) continue;  // past the last tile of a partial group
     const int64_t nt = std::min<int64_t>(NTMax, p - i0);
-    const int64_t col0 = (g * kP + i0) * L;
+    const int64_t col0 = (g * kP<T> + i0) * L;
     const int64_t ncols = std::min(nt * L, c.n - col0);
     const uint8_t* grp = geo.group(c.w, g);
     MicroArgs a;
@@ -202,14 +193,13 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
     a.wm = grp + p * geo.qb + p * 2 * L + i0 * 2 * L;
     a.rec = geo.record(g);
     a.geo = &geo;
-    a.xstride = c.xl->stride;
-    a.xl = c.xl;
+    a.xp = c.xp;
     a.wscale = wscale != nullptr ? wscale + col0 : nullptr;
     a.out = out;
     const int64_t r_end = std::min(c.m, (item % n_chunks + 1) * chunk);
     for (int64_t r = (item % n_chunks) * chunk; r < r_end; r += MRMax) {
       const int64_t mr = std::min<int64_t>(MRMax, r_end - r);
-      a.x = c.xq + r * c.xl->stride;
+      a.x = c.xq + r / MRMax * c.xp->stride;  // r % MRMax == 0
       kTable.fn[mr - 1][nt - 1](a);
       store_block(out, nt * L, mr, c.y + r * c.ldy, c.ldy, c.bias, col0, ncols);
     }
@@ -221,20 +211,21 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
          int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
   if (m <= 0 || n <= 0 || k <= 0) return;
   const Geometry geo = geometry<T>(n, k);
-  const XRow xl = x_row<T>(k);
+  const XPanel xp = x_panel<T>(k, panel_rows<T>(m));
   uint8_t* xq = static_cast<uint8_t*>(scratch);
   parallel_for(pool, m, 4, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) quantize_x<T>(x + r * ldx, k, xq + r * xl.stride, xl);
+    for (int64_t r = b; r < e; ++r)
+      quantize_x<T>(x + r * ldx, k, xq + r / xp.rows * xp.stride, r % xp.rows, xp);
   });
-  const Ctx c{static_cast<const uint8_t*>(packed), &geo, xq, &xl, y, ldy, bias, m, n};
+  const Ctx c{static_cast<const uint8_t*>(packed), &geo, xq, &xp, y, ldy, bias, m, n};
   if (m == 1) {  // GEMV: one packed group (one linear stream) per item
     parallel_for(pool, geo.groups, 1,
-                 [&](int64_t b, int64_t e) { run_items<T, 1, kP>(c, 1, 1, b, e); });
+                 [&](int64_t b, int64_t e) { run_items<T, 1, kP<T>>(c, 1, 1, b, e); });
     return;
   }
   constexpr int kMR = T == WType::k_i8 ? kMRI8 : kMRB;
   constexpr int kNT = T == WType::k_i8 ? kNTI8 : kNTB;
-  const int64_t panels = geo.groups * (kP / kNT);
+  const int64_t panels = geo.groups * (kP<T> / kNT);
   const int64_t chunk = 16 * kMR;
   const int64_t n_chunks = (m + chunk - 1) / chunk;
   parallel_for(pool, panels * n_chunks, 1,
