@@ -7,12 +7,15 @@
 //        --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/peak.h"
+#include "kernels/hwy/matmul_int.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
@@ -25,9 +28,26 @@ using laya::kernels::kQK;
 using laya::kernels::MatmulKernel;
 using laya::kernels::WType;
 
-const laya::kernels::KernelTable& table() {
-  static const laya::kernels::KernelTable t = laya::kernels::kernel_table_hwy();
-  return t;
+// Tables under test: kBest = the best target (AVX3 with VNNI here); kNoVnni = AVX3 forced onto
+// the pmaddubsw path (what an AVX-512 CPU without VNNI runs); kAvx2 = the AVX2 target.
+enum Variant { kBest = 0, kNoVnni = 1, kAvx2 = 2 };
+
+const laya::kernels::KernelTable& table(int variant = kBest) {
+  static const std::array<laya::kernels::KernelTable, 3> tables = [] {
+    std::array<laya::kernels::KernelTable, 3> t;
+    t.fill(laya::kernels::kernel_table_hwy());
+    for (int64_t target : laya::kernels::kernel_hwy_targets()) {
+      const std::string name = laya::kernels::kernel_target_name(target);
+      if (name == "AVX3") {
+        t[kNoVnni] = laya::kernels::kernel_table_hwy(target);
+        laya::kernels::hwy_matmul_int::fill(t[kNoVnni], target, /*allow_vnni=*/false);
+        t[kNoVnni].isa = "AVX3-noVNNI";
+      }
+      if (name == "AVX2") t[kAvx2] = laya::kernels::kernel_table_hwy(target);
+    }
+    return t;
+  }();
+  return tables[variant];
 }
 
 // Random weights [n, k] in the file layout of `type` (int8 rows + scales for i8).
@@ -82,10 +102,10 @@ struct Buffers {
 };
 
 // args: m, n, k
-template <WType T>
+template <WType T, int V = kBest>
 void BM_matmul_int_gemm(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const MatmulKernel& kern = table().matmul[static_cast<int>(T)];
+  const MatmulKernel& kern = table(V).matmul[static_cast<int>(T)];
   std::vector<uint8_t> w;
   std::vector<float> scales;
   make_weights(T, n, k, &w, &scales);
@@ -100,7 +120,7 @@ void BM_matmul_int_gemm(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   laya::bench::report_flops(state, 2.0 * m * n * k, peak);
-  state.SetLabel(table().isa);
+  state.SetLabel(table(V).isa);
   std::free(packed);
 }
 
@@ -149,6 +169,19 @@ BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0>)
     ->Args({512, 512, 512})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul_int_gemm<WType::k_q4_1>)->Args({128, 576, 1536})->Unit(benchmark::kMicrosecond);
+// The fallbacks, as % of the VNNI peak (pmaddubsw + pmaddwd peaks at about half of it).
+BENCHMARK(BM_matmul_int_gemm<WType::k_i8, kNoVnni>)
+    ->Args({128, 576, 1536})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0, kNoVnni>)
+    ->Args({128, 576, 1536})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_i8, kAvx2>)
+    ->Args({128, 576, 1536})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0, kAvx2>)
+    ->Args({128, 576, 1536})
+    ->Unit(benchmark::kMicrosecond);
 
 // GEMV from DRAM: SmolLM-sized matrices (576 x 1536) cycled through ~200+ MiB, and 4096 x 4096.
 BENCHMARK(BM_matmul_int_gemv<WType::k_i8>)
