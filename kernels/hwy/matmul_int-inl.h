@@ -13,9 +13,10 @@
 // ^ 0x80 (w + 128 as u8); q4 bytes as they are, whose low nibble is element 4gr + j and high
 // nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them.
 //
-// Quantized activations (scratch, panels of tokens, `XPanel` below): the int8 values exactly as
-// quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them, stored as
-// arrays (qs[k], then per block f32 d, int32 sum(qs), and for q8_1 f32 s) instead of GGUF structs.
+// Quantized activations (scratch, `XPanel` below): the int8 values and scales exactly as
+// quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them (tested byte for
+// byte), stored in panels of tokens (4 bytes of each token in turn, like a packed A operand) with
+// the scales and the sums of the int8 values in separate arrays, instead of GGUF structs.
 //
 // Dot products: u8 (weights) x s8 (x) in groups of 4 into int32 lanes. With AVX512-VNNI that is
 // vpdpbusd on the biased i8 / q8_0 weights, corrected exactly by -128 * sum(qs_x) (the int32 sums
@@ -93,7 +94,7 @@ struct Geometry {
   int64_t L = 0;           // columns per tile
   int64_t P = 0;           // tiles per group (kP<T>)
   int64_t tiles = 0;       // ceil(n / L)
-  int64_t groups = 0;      // ceil(tiles / kP)
+  int64_t groups = 0;      // ceil(tiles / P)
   int64_t kb = 0;          // records per group: i8 groups of 4 k-values, else blocks of 32
   int64_t qb = 0;          // quant bytes of one tile in one record
   int64_t sb = 0;          // scale bytes of one tile in one record (0, 2L, 4L)

@@ -392,3 +392,46 @@ TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactl
     CHECK(std::count(q.begin(), q.end(), 0) == 50);
   }
 }
+
+TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturate any path") {
+  // Weights of -128 / 127 (possible in a file though quantize_row_* never writes -128) against
+  // x quantized to +-127: pmaddubsw pair sums reach 2 * 128 * 127 = 32512, just below int16
+  // saturation; every path must still equal the reference.
+  const int64_t m = 3, n = 37, k = 96;
+  std::vector<float> x(m * k);
+  for (int64_t i = 0; i < m * k; ++i) x[i] = (i % 3 == 0) ? -2.0f : 2.0f;
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      Weights wt;
+      if (type == WType::k_i8) {
+        wt.bytes.resize(n * k);
+        wt.scales.assign(n, 0.01f);
+        for (int64_t i = 0; i < n * k; ++i)
+          wt.bytes[i] = static_cast<uint8_t>((i % 5 < 3) ? -128 : 127);
+      } else {
+        std::vector<float> w(n * k, 1.0f);
+        wt = make_weights(type, w, n, k);
+        const size_t bsize = type == WType::k_q8_0   ? sizeof(BlockQ8_0)
+                             : type == WType::k_q4_0 ? sizeof(BlockQ4_0)
+                                                     : sizeof(BlockQ4_1);
+        const size_t qoff = type == WType::k_q4_1 ? 4 : 2;  // qs after d (and m)
+        for (int64_t b = 0; b < n * k / kQK; ++b) {
+          uint8_t* qs = wt.bytes.data() + b * bsize + qoff;
+          for (int i = 0; i < (type == WType::k_q8_0 ? kQK : kQK / 2); ++i)
+            qs[i] = type == WType::k_q8_0 ? static_cast<uint8_t>((i + b) % 3 ? -128 : 127)
+                                          : static_cast<uint8_t>((i + b) % 3 ? 0x0f : 0xf0);
+        }
+      }
+      const Case c{m, n, k, 0, 0, true};
+      std::vector<float> bias(n, 0.5f);
+      const std::vector<float> yr =
+          run_kernel(kernel_table_ref().matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+      const std::vector<float> yh =
+          run_kernel(var.table.matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+      for (size_t i = 0; i < yr.size(); ++i) {
+        INFO(var.name, " ", std::string(wtype_name(type)), " at ", i);
+        REQUIRE(std::fabs(yh[i] - yr[i]) <= 1e-5f * std::fabs(yr[i]) + 1e-3f);
+      }
+    }
+  }
+}
