@@ -19,6 +19,7 @@ KernelTable kernel_table_hwy(int64_t target) {
   t.isa = kernel_target_name(target);
   // One line per family (kernels/hwy/fill.h):
   hwy_fill::matmul_float(t, target);
+  hwy_fill::matmul_int(t, target);
   return t;
 }
 

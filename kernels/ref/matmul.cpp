@@ -77,7 +77,9 @@ float dot_row(const uint8_t* w, int64_t j, int64_t k, const float* x, const void
     const int8_t* q = static_cast<const int8_t*>(xq);
     int32_t acc = 0;
     for (int64_t i = 0; i < k; ++i) acc += int32_t{q[i]} * int32_t{static_cast<int8_t>(row[i])};
-    return static_cast<float>(acc) * xs * wscales[j];
+    float ws;  // the scales follow n * k bytes of rows: not necessarily 4-byte aligned
+    std::memcpy(&ws, wscales + j, sizeof ws);
+    return static_cast<float>(acc) * xs * ws;
   } else if constexpr (T == WType::k_q8_0) {
     const BlockQ8_0* wb = reinterpret_cast<const BlockQ8_0*>(row);
     const BlockQ8_0* xb = static_cast<const BlockQ8_0*>(xq);

@@ -1,0 +1,292 @@
+// Integer / GGUF-block matmuls (kernels/hwy/matmul_int-inl.h) on the best Highway target.
+//  GEMM (m > 1): GOP/s (2*m*n*k per call) and % of the measured 1-core VNNI int8 peak.
+//  GEMV (m == 1, decode): each call uses the next of several packed matrices whose total is far
+//    beyond the 32 MiB L3, so weights stream from DRAM: GB/s of packed weights read per call and
+//    % of the measured 1-core DRAM read bandwidth. The .../1/1 rows (one matrix) run from L2.
+//  The last argument is the thread count: 1 (pool == nullptr) or 2 (a bench-only pool; those
+//  rows use real time). 1-thread rows report rates over CPU time (the library's default), which
+//  equals real time on a quiet machine.
+// Run: build/bench/laya-bench-kernels --benchmark_filter='matmul_int|peaks'
+//        --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/peak.h"
+#include "kernels/hwy/matmul_int.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+namespace {
+
+using laya::kernels::BlockQ4_0;
+using laya::kernels::BlockQ4_1;
+using laya::kernels::BlockQ8_0;
+using laya::kernels::kQK;
+using laya::kernels::MatmulKernel;
+using laya::kernels::WType;
+
+// Tables under test: kBest = the best target (AVX3 with VNNI here); kNoVnni = AVX3 forced onto
+// the pmaddubsw path (what an AVX-512 CPU without VNNI runs); kAvx2 = the AVX2 target.
+enum Variant { kBest = 0, kNoVnni = 1, kAvx2 = 2 };
+
+const laya::kernels::KernelTable& table(int variant = kBest) {
+  static const std::array<laya::kernels::KernelTable, 3> tables = [] {
+    std::array<laya::kernels::KernelTable, 3> t;
+    t.fill(laya::kernels::kernel_table_hwy());
+    for (int64_t target : laya::kernels::kernel_hwy_targets()) {
+      const std::string name = laya::kernels::kernel_target_name(target);
+      if (name == "AVX3") {
+        t[kNoVnni] = laya::kernels::kernel_table_hwy(target);
+        laya::kernels::hwy_matmul_int::fill(t[kNoVnni], target, /*allow_vnni=*/false);
+        t[kNoVnni].isa = "AVX3-noVNNI";
+      }
+      if (name == "AVX2") t[kAvx2] = laya::kernels::kernel_table_hwy(target);
+    }
+    return t;
+  }();
+  return tables[variant];
+}
+
+// Random weights [n, k] in the file layout of `type` (int8 rows + scales for i8).
+void make_weights(WType type, int64_t n, int64_t k, std::vector<uint8_t>* bytes,
+                  std::vector<float>* scales) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(k));
+  const int64_t nb = k / kQK;
+  size_t row_bytes = static_cast<size_t>(k);
+  if (type == WType::k_q8_0) row_bytes = nb * sizeof(BlockQ8_0);
+  if (type == WType::k_q4_0) row_bytes = nb * sizeof(BlockQ4_0);
+  if (type == WType::k_q4_1) row_bytes = nb * sizeof(BlockQ4_1);
+  bytes->assign(row_bytes * n, 0);
+  scales->assign(static_cast<size_t>(n), 0.0f);
+  for (int64_t j = 0; j < n; ++j) {
+    for (float& v : row) v = dist(rng);
+    uint8_t* dst = bytes->data() + row_bytes * j;
+    switch (type) {
+      case WType::k_i8:
+        (*scales)[j] =
+            laya::kernels::quantize_row_i8(row.data(), reinterpret_cast<int8_t*>(dst), k);
+        break;
+      case WType::k_q8_0:
+        laya::kernels::quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(dst), k);
+        break;
+      case WType::k_q4_0:
+        laya::kernels::quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(dst), k);
+        break;
+      default:
+        laya::kernels::quantize_row_q4_1(row.data(), reinterpret_cast<BlockQ4_1*>(dst), k);
+        break;
+    }
+  }
+}
+
+struct Buffers {
+  std::vector<float> x, y;
+  void* scratch = nullptr;
+  explicit Buffers(const MatmulKernel& kern, int64_t m, int64_t n, int64_t k) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    x.resize(static_cast<size_t>(m * k));
+    for (float& v : x) v = dist(rng);
+    y.resize(static_cast<size_t>(m * n));
+    const uint64_t sb = kern.scratch_bytes(m, n, k, 1);
+    scratch = std::aligned_alloc(64, (sb + 63) / 64 * 64 + 64);
+  }
+  ~Buffers() { std::free(scratch); }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+};
+
+// A 2-thread ThreadPool for the 2-core rows: the caller runs the first half of the range, one
+// spinning (yielding) worker the second (bench-only; the runtime passes oneTBB in through the same
+// struct).
+class SpinPool2 {
+ public:
+  SpinPool2() : worker_([this] { loop(); }) {}
+  ~SpinPool2() {
+    stop_.store(true);
+    worker_.join();
+  }
+  SpinPool2(const SpinPool2&) = delete;
+  SpinPool2& operator=(const SpinPool2&) = delete;
+  laya::kernels::ThreadPool pool() { return {&SpinPool2::run, this, 2}; }
+
+ private:
+  static void run(void* impl, int64_t n, int64_t grain, laya::kernels::RangeFn fn, void* ctx) {
+    auto* self = static_cast<SpinPool2*>(impl);
+    const int64_t half = std::max(grain, (n + 1) / 2);
+    if (half >= n) {
+      fn(ctx, 0, n);
+      return;
+    }
+    self->fn_ = fn;
+    self->ctx_ = ctx;
+    self->b_ = half;
+    self->e_ = n;
+    self->pending_.store(true, std::memory_order_release);
+    fn(ctx, 0, half);
+    while (self->pending_.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void loop() {
+    while (!stop_.load(std::memory_order_relaxed)) {
+      if (pending_.load(std::memory_order_acquire)) {
+        fn_(ctx_, b_, e_);
+        pending_.store(false, std::memory_order_release);
+      } else {
+        std::this_thread::yield();  // a shared VM: do not starve the caller
+      }
+    }
+  }
+  std::atomic<bool> pending_{false}, stop_{false};
+  laya::kernels::RangeFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t b_ = 0, e_ = 0;
+  std::thread worker_;
+};
+
+// args: m, n, k, threads (1 or 2)
+template <WType T, int V = kBest>
+void BM_matmul_int_gemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const MatmulKernel& kern = table(V).matmul[static_cast<int>(T)];
+  std::vector<uint8_t> w;
+  std::vector<float> scales;
+  make_weights(T, n, k, &w, &scales);
+  const uint64_t pb = kern.packed_bytes(n, k);
+  void* packed = std::aligned_alloc(64, (pb + 63) / 64 * 64);
+  kern.pack(w.data(), scales.data(), n, k, packed);
+  Buffers buf(kern, m, n, k);
+  const double peak = laya::bench::peaks().int8_gops;
+  const bool two = state.range(3) == 2;
+  SpinPool2* sp = two ? new SpinPool2 : nullptr;
+  const laya::kernels::ThreadPool pool = two ? sp->pool() : laya::kernels::ThreadPool{};
+  for (auto _ : state) {
+    kern.run(packed, buf.x.data(), k, buf.y.data(), n, nullptr, m, n, k, buf.scratch,
+             two ? &pool : nullptr);
+    benchmark::DoNotOptimize(buf.y.data());
+    benchmark::ClobberMemory();
+  }
+  delete sp;
+  // % of the 1-core peak (2 threads: up to ~200%).
+  laya::bench::report_flops(state, 2.0 * m * n * k, peak);
+  state.SetLabel(table(V).isa);
+  std::free(packed);
+}
+
+// args: n, k, number of matrices cycled through (their total is the DRAM working set), threads
+template <WType T>
+void BM_matmul_int_gemv(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1), count = state.range(2);
+  const MatmulKernel& kern = table().matmul[static_cast<int>(T)];
+  std::vector<uint8_t> w;
+  std::vector<float> scales;
+  make_weights(T, n, k, &w, &scales);
+  const uint64_t pb = kern.packed_bytes(n, k);
+  const size_t stride = (pb + 4095) / 4096 * 4096;
+  uint8_t* all = static_cast<uint8_t*>(laya::bench::huge_alloc(stride * count));
+  for (int64_t i = 0; i < count; ++i) kern.pack(w.data(), scales.data(), n, k, all + stride * i);
+  Buffers buf(kern, 1, n, k);
+  laya::bench::peaks();  // measured before timing starts
+  const bool two = state.range(3) == 2;
+  SpinPool2* sp = two ? new SpinPool2 : nullptr;
+  const laya::kernels::ThreadPool pool = two ? sp->pool() : laya::kernels::ThreadPool{};
+  int64_t i = 0;
+  for (auto _ : state) {
+    kern.run(all + stride * i, buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
+             two ? &pool : nullptr);
+    benchmark::DoNotOptimize(buf.y.data());
+    benchmark::ClobberMemory();
+    if (++i == count) i = 0;
+  }
+  delete sp;
+  // % of the 1-core DRAM read figure (2 threads may exceed 100%).
+  laya::bench::report_bytes(state, static_cast<double>(pb));
+  state.counters["MiB_set"] = static_cast<double>(stride * count) / (1 << 20);
+  state.SetLabel(table().isa);
+  laya::bench::huge_free(all, stride * count);
+}
+
+}  // namespace
+
+// GEMM: encoder / prefill shapes.
+BENCHMARK(BM_matmul_int_gemm<WType::k_i8>)
+    ->Args({128, 576, 1536, 1})
+    ->Args({128, 1536, 576, 1})
+    ->Args({512, 512, 512, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q8_0>)
+    ->Args({128, 576, 1536, 1})
+    ->Args({512, 512, 512, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0>)
+    ->Args({128, 576, 1536, 1})
+    ->Args({512, 512, 512, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_1>)
+    ->Args({128, 576, 1536, 1})
+    ->Unit(benchmark::kMicrosecond);
+// The fallbacks, as % of the VNNI peak (pmaddubsw + pmaddwd peaks at about half of it).
+BENCHMARK(BM_matmul_int_gemm<WType::k_i8, kNoVnni>)
+    ->Args({128, 576, 1536, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0, kNoVnni>)
+    ->Args({128, 576, 1536, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_i8, kAvx2>)
+    ->Args({128, 576, 1536, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0, kAvx2>)
+    ->Args({128, 576, 1536, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+// GEMV from DRAM: SmolLM-sized matrices (576 x 1536) cycled through ~200+ MiB, and 4096 x 4096.
+BENCHMARK(BM_matmul_int_gemv<WType::k_i8>)
+    ->Args({1536, 576, 256, 1})
+    ->Args({1536, 576, 1, 1})
+    ->Args({4096, 4096, 12, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::k_q8_0>)
+    ->Args({1536, 576, 256, 1})
+    ->Args({1536, 576, 1, 1})
+    ->Args({4096, 4096, 12, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::k_q4_0>)
+    ->Args({1536, 576, 448, 1})
+    ->Args({1536, 576, 1, 1})
+    ->Args({4096, 4096, 24, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::k_q4_1>)
+    ->Args({1536, 576, 448, 1})
+    ->Args({1536, 576, 1, 1})
+    ->Args({4096, 4096, 24, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+// 2 threads (both cores; the pool's worker spins): prefill GEMM and decode GEMV from DRAM.
+BENCHMARK(BM_matmul_int_gemm<WType::k_i8>)
+    ->Args({128, 576, 1536, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0>)
+    ->Args({128, 576, 1536, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_int_gemv<WType::k_q8_0>)
+    ->Args({1536, 576, 256, 2})
+    ->Args({4096, 4096, 12, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_int_gemv<WType::k_q4_0>)
+    ->Args({1536, 576, 448, 2})
+    ->Args({4096, 4096, 24, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();

@@ -1,0 +1,543 @@
+// Integer / GGUF-block matrix products (WType i8, q8_0, q4_0, q4_1), per Highway target.
+// Included once per target by kernels/hwy/matmul_int.cpp (foreach_target); everything lives in
+// laya::kernels::HWY_NAMESPACE. Semantics: kernels/ref/matmul.cpp.
+//
+// Packed weights (written by pack at prepare; L = int32 lanes of the target: AVX3 16, AVX2 8,
+// SSE4 4, SCALAR 1). Columns (output rows of W) form tiles of L, padded with zero weights; kP<T>
+// tiles form a group, and a group is stored as one record per block of 32 (i8: per 4 k-values):
+//   quants [groups of 4 k-values in the block][tiles of the group][L][4], then f16 d[tiles][L],
+//   then (q4_1) f16 m[tiles][L]         (i8: quants only; f32 scales[tiles * L] after all groups)
+// One L-lane vector load is L columns x 4 consecutive k-values, what vpdpbusd consumes, and a
+// GEMV reads a group's records strictly sequentially (one stream; see Geometry). Byte j of lane
+// c of group-of-4 gr is byte 4gr + j of column c's GGUF block (i8: of its row): q8_0 / i8 stored
+// ^ 0x80 (w + 128 as u8); q4 bytes as they are, whose low nibble is element 4gr + j and high
+// nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them.
+//
+// Quantized activations (scratch, `XPanel` below): the int8 values and scales exactly as
+// quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them (tested byte for
+// byte), stored in panels of tokens (4 bytes of each token in turn, like a packed A operand) with
+// the scales and the sums of the int8 values in separate arrays, instead of GGUF structs.
+//
+// Dot products: u8 (weights) x s8 (x) in groups of 4 into int32 lanes. With AVX512-VNNI that is
+// vpdpbusd on the biased i8 / q8_0 weights, corrected exactly by -128 * sum(qs_x) (the int32 sums
+// wrap identically, so the result equals the reference's exact dot); q4 nibbles are already u8
+// and q4_0's -8 offset is the same correction, -8 * sum(qs_x). Without VNNI: pmaddubsw + pmaddwd,
+// with |w| and sign(x, w) for the signed weights so no int16 pair sum can saturate.
+
+#if defined(LAYA_KERNELS_HWY_MATMUL_INT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LAYA_KERNELS_HWY_MATMUL_INT_INL_H_
+#undef LAYA_KERNELS_HWY_MATMUL_INT_INL_H_
+#else
+#define LAYA_KERNELS_HWY_MATMUL_INT_INL_H_
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "hwy/highway.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+#include <immintrin.h>
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace laya::kernels::HWY_NAMESPACE {
+namespace matmul_int {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using DI = hn::ScalableTag<int32_t>;
+using DU = hn::ScalableTag<uint32_t>;
+using DF = hn::ScalableTag<float>;
+using VI = hn::Vec<DI>;
+using VU = hn::Vec<DU>;
+using VF = hn::Vec<DF>;
+
+inline int64_t round_up(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
+inline int64_t lanes() {
+  return static_cast<int64_t>(hn::Lanes(DI()));
+}
+inline bool is_block(WType t) {
+  return t == WType::k_q8_0 || t == WType::k_q4_0 || t == WType::k_q4_1;
+}
+
+// Register blocking per target: GEMM tiles of kMR rows x kNT column tiles (i8 and block types
+// separately: block types keep an int32 and an f32 accumulator per output vector). kP<T> tiles
+// form a packed group (below), the GEMV step; kNT divides it. q8_0 GEMVs read DRAM faster with
+// 2-tile groups than with 4 on Zen 4 (measured: ~26 vs ~21 GB/s), the other types with 4.
+#if HWY_TARGET == HWY_AVX3
+inline constexpr int kMRI8 = 8, kNTI8 = 2, kMRB = 4, kNTB = 2, kPQ8 = 2, kPOther = 4;
+#elif HWY_TARGET == HWY_SCALAR
+inline constexpr int kMRI8 = 2, kNTI8 = 1, kMRB = 2, kNTB = 1, kPQ8 = 2, kPOther = 2;
+#else
+inline constexpr int kMRI8 = 4, kNTI8 = 2, kMRB = 2, kNTB = 2, kPQ8 = 2, kPOther = 4;
+#endif
+template <WType T>
+inline constexpr int kP = T == WType::k_q8_0 ? kPQ8 : kPOther;
+static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0);
+
+// ---- packed weight geometry -------------------------------------------------------------------
+
+// Tiles are grouped by P; group g holds tiles [g*P, g*P + p), p = P except in the last group.
+// A group is kb records, one per block (i8: per group of 4 k-values), each record
+//   quants [qb / 4L groups of 4 k-values][p tiles][L][4], then f16 d [p][L], then (q4_1) f16 m
+// so a GEMV over the P tiles of a group reads one linear stream, load after load.
+// Groups start 64-byte aligned.
+struct Geometry {
+  int64_t L = 0;           // columns per tile
+  int64_t P = 0;           // tiles per group (kP<T>)
+  int64_t tiles = 0;       // ceil(n / L)
+  int64_t groups = 0;      // ceil(tiles / P)
+  int64_t kb = 0;          // records per group: i8 groups of 4 k-values, else blocks of 32
+  int64_t qb = 0;          // quant bytes of one tile in one record
+  int64_t sb = 0;          // scale bytes of one tile in one record (0, 2L, 4L)
+  int64_t gstride = 0;     // bytes of a full group (64-byte multiple)
+  int64_t scales_off = 0;  // i8: byte offset of f32 scales[tiles * L]
+  int64_t total = 0;       // packed bytes
+
+  int64_t group_tiles(int64_t g) const { return std::min(P, tiles - g * P); }
+  int64_t record(int64_t g) const { return group_tiles(g) * (qb + sb); }
+  const uint8_t* group(const uint8_t* base, int64_t g) const { return base + g * gstride; }
+};
+
+template <WType T>
+Geometry geometry(int64_t n, int64_t k) {
+  Geometry g;
+  if (n <= 0 || k <= 0 || (is_block(T) && k % kQK != 0)) return g;
+  g.L = lanes();
+  g.tiles = (n + g.L - 1) / g.L;
+  g.P = kP<T>;
+  g.groups = (g.tiles + g.P - 1) / g.P;
+  if constexpr (T == WType::k_i8) {
+    g.kb = (k + 3) / 4;
+    g.qb = 4 * g.L;
+  } else {
+    g.kb = k / kQK;
+    g.qb = (T == WType::k_q8_0 ? 32 : 16) * g.L;
+    g.sb = (T == WType::k_q4_1 ? 4 : 2) * g.L;
+  }
+  g.gstride = round_up(g.kb * g.P * (g.qb + g.sb), 64);
+  const int64_t last = g.groups - 1;
+  g.total = last * g.gstride + round_up(g.kb * g.record(last), 64);
+  if constexpr (T == WType::k_i8) {
+    g.scales_off = g.total;
+    g.total += round_up(4 * g.tiles * g.L, 64);
+  }
+  return g;
+}
+
+template <WType T>
+uint64_t packed_bytes(int64_t n, int64_t k) {
+  return static_cast<uint64_t>(geometry<T>(n, k).total);
+}
+
+// Byte j of lane c of group-of-4 `gr` of a tile is byte 4*gr + j of the column's block (i8: of
+// its row, k-values 4*gr + j); i8 / q8_0 bytes are stored ^ 0x80. Padding is a zero weight.
+template <WType T>
+void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
+  const Geometry g = geometry<T>(n, k);
+  if (g.total == 0) return;
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  std::memset(out, 0, static_cast<size_t>(g.total));
+  const int64_t L = g.L;
+  const uint8_t* src = static_cast<const uint8_t*>(w);
+  using Block = std::conditional_t<T == WType::k_q4_0, BlockQ4_0,
+                                   std::conditional_t<T == WType::k_q4_1, BlockQ4_1, BlockQ8_0>>;
+  constexpr int kGroups = T == WType::k_i8 ? 1 : (T == WType::k_q8_0 ? 8 : 4);
+  constexpr uint8_t kXor = (T == WType::k_i8 || T == WType::k_q8_0) ? 0x80 : 0x00;
+  const Block* blocks = reinterpret_cast<const Block*>(src);
+  for (int64_t t = 0; t < g.tiles; ++t) {
+    const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
+    uint8_t* base = out + gi * g.gstride;
+    for (int64_t b = 0; b < g.kb; ++b) {
+      uint8_t* rec = base + b * g.record(gi);
+      uint8_t* q = rec + i * 4 * L;  // group-of-4 gr at q + gr * p * 4L
+      uint16_t* d = reinterpret_cast<uint16_t*>(rec + p * g.qb + i * 2 * L);
+      uint16_t* m = reinterpret_cast<uint16_t*>(rec + p * g.qb + p * 2 * L + i * 2 * L);
+      for (int64_t c = 0; c < L; ++c) {
+        const int64_t col = t * L + c;
+        for (int gr = 0; gr < kGroups; ++gr) {
+          for (int j = 0; j < 4; ++j) {
+            uint8_t v = 0;
+            if constexpr (T == WType::k_i8) {
+              const int64_t kk = 4 * b + j;
+              if (col < n && kk < k) v = src[col * k + kk];
+            } else {
+              if (col < n) v = static_cast<uint8_t>(blocks[col * g.kb + b].qs[4 * gr + j]);
+            }
+            q[gr * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(v ^ kXor);
+          }
+        }
+        if constexpr (T != WType::k_i8) {
+          d[c] = col < n ? blocks[col * g.kb + b].d : uint16_t{0};
+          if constexpr (T == WType::k_q4_1) m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
+        }
+      }
+    }
+  }
+  if constexpr (T == WType::k_i8) {
+    float* sc = reinterpret_cast<float*>(out + g.scales_off);
+    for (int64_t col = 0; col < n; ++col) sc[col] = scales[col];
+  }
+}
+
+// ---- quantized activations (scratch) ------------------------------------------------------------
+
+// Tokens are stored in panels of `rows` consecutive tokens (1 for a GEMV, the GEMM's kMR rows
+// otherwise), like a packed A operand, so a micro-kernel broadcasts every row's 4 bytes from one
+// pointer. A panel holds, for slot r (token panel * rows + r):
+//   qs   [k4 / 4][rows][4] int8   k4 = round_up(k, 4), zero past k
+//   d    [nb][rows] f32           block scales f16_to_f32(f16(amax / 127)) (i8: nb = 1, the
+//                                 token's scale)
+//   sum  [nb][rows] int32         sum of the block's qs (for the exact offset corrections)
+//   s    [nb][rows] f32           q8_1 only: f16_to_f32(f16(d * sum))
+struct XPanel {
+  int64_t rows = 0;
+  int64_t stride = 0;  // bytes per panel (64-byte multiple)
+  int64_t d_off = 0, sum_off = 0, s_off = 0;
+};
+
+template <WType T>
+XPanel x_panel(int64_t k, int64_t rows) {
+  XPanel p;
+  const int64_t nb = T == WType::k_i8 ? 1 : k / kQK;
+  p.rows = rows;
+  p.d_off = round_up(round_up(k, 4) * rows, 64);
+  p.sum_off = p.d_off + 4 * nb * rows;
+  p.s_off = p.sum_off + 4 * nb * rows;
+  p.stride = p.d_off + round_up(12 * nb * rows, 64);
+  return p;
+}
+
+// Rows per activation panel for an m-row run.
+template <WType T>
+constexpr int64_t panel_rows(int64_t m) {
+  return m == 1 ? 1 : (T == WType::k_i8 ? kMRI8 : kMRB);
+}
+
+template <WType T>
+uint64_t scratch_bytes(int64_t m, int64_t, int64_t k, int) {
+  if (m <= 0 || k <= 0) return 0;
+  const int64_t rows = panel_rows<T>(m);
+  return static_cast<uint64_t>((m + rows - 1) / rows * x_panel<T>(k, rows).stride);
+}
+
+// nearbyint(v) as int32 (the current rounding mode: nearest-even by default, like quant.cpp).
+// Highway 1.0.3's scalar NearestInt rounds 0.49999997 up, so SCALAR converts lane by lane.
+HWY_INLINE VI nearest_int(VF v) {
+#if HWY_TARGET == HWY_SCALAR
+  return hn::Set(DI(), static_cast<int32_t>(std::nearbyintf(hn::GetLane(v))));
+#else
+  return hn::NearestInt(v);
+#endif
+}
+
+// Stores `bytes` (a multiple of 4) quantized values of slot `slot`, from element e0 (a multiple
+// of 4) on.
+HWY_INLINE void put_qs(uint8_t* panel, const XPanel& lay, int64_t slot, int64_t e0,
+                       const int8_t* src, int64_t bytes) {
+  if (lay.rows == 1) {
+    std::memcpy(panel + e0, src, static_cast<size_t>(bytes));
+    return;
+  }
+  for (int64_t j = 0; j < bytes; j += 4)
+    std::memcpy(panel + ((e0 + j) / 4 * lay.rows + slot) * 4, src + j, 4);
+}
+
+// quantize_row_i8 into slot `slot` of `panel`.
+inline void quantize_x_i8(const float* x, int64_t k, uint8_t* panel, int64_t slot,
+                          const XPanel& lay) {
+  const DF df;
+  const DI di;
+  const hn::Rebind<int8_t, DI> d8;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));  // divides 32 on every target
+  int64_t i = 0;
+  VF vmax = hn::Zero(df);
+  for (; i + N <= k; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, x + i)));
+  float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; i < k; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float scale = amax == 0.0f ? 1.0f : amax / 127.0f;
+  const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;  // amax == 0: all q are 0 either way
+  const VF vinv = hn::Set(df, inv);
+  const VI lo = hn::Set(di, -127), hi = hn::Set(di, 127);
+  VI vsum = hn::Zero(di);
+  int32_t sum = 0;
+  HWY_ALIGN int8_t tmp[kQK];
+  for (int64_t c0 = 0; c0 < k; c0 += kQK) {
+    const int64_t count = std::min<int64_t>(kQK, k - c0);
+    if (count == kQK) {
+      for (int64_t j = 0; j < kQK; j += N) {
+        const VI r =
+            hn::Min(hn::Max(nearest_int(hn::Mul(hn::LoadU(df, x + c0 + j), vinv)), lo), hi);
+        vsum = hn::Add(vsum, r);
+        hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + j);
+      }
+    } else {
+      std::memset(tmp, 0, sizeof tmp);
+      for (int64_t j = 0; j < count; ++j) {
+        const float r = std::nearbyintf(x[c0 + j] * inv);
+        tmp[j] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, r)));
+        sum += tmp[j];
+      }
+    }
+    put_qs(panel, lay, slot, c0, tmp, round_up(count, 4));
+  }
+  sum += hn::GetLane(hn::SumOfLanes(di, vsum));
+  std::memcpy(panel + lay.d_off + 4 * slot, &scale, 4);
+  std::memcpy(panel + lay.sum_off + 4 * slot, &sum, 4);
+}
+
+// quantize_act_q8_0 (kQ81: quantize_act_q8_1) into slot `slot` of `panel`, block by block.
+template <bool kQ81>
+void quantize_x_q8(const float* x, int64_t k, uint8_t* panel, int64_t slot, const XPanel& lay) {
+  const DF df;
+  const DI di;
+  const hn::Rebind<int8_t, DI> d8;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));  // divides 32 on every target
+  float* dd = reinterpret_cast<float*>(panel + lay.d_off);
+  int32_t* ss = reinterpret_cast<int32_t*>(panel + lay.sum_off);
+  float* s1 = reinterpret_cast<float*>(panel + lay.s_off);
+  HWY_ALIGN int8_t tmp[kQK];
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    VF vmax = hn::Zero(df);
+    for (int64_t i = 0; i < kQK; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const VF vid = hn::Set(df, id);
+    VI vsum = hn::Zero(di);
+    for (int64_t i = 0; i < kQK; i += N) {
+      const VI r = nearest_int(hn::Mul(hn::LoadU(df, xb + i), vid));
+      vsum = hn::Add(vsum, r);
+      hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + i);
+    }
+    put_qs(panel, lay, slot, b * kQK, tmp, kQK);
+    const int32_t sum = hn::GetLane(hn::SumOfLanes(di, vsum));
+    const int64_t at = b * lay.rows + slot;
+    dd[at] = f16_to_f32(f32_to_f16(d));
+    ss[at] = sum;
+    if constexpr (kQ81) s1[at] = f16_to_f32(f32_to_f16(static_cast<float>(sum) * d));
+  }
+}
+
+// Quantizes token row x[k] into slot `slot` of `panel`.
+template <WType T>
+void quantize_x(const float* x, int64_t k, uint8_t* panel, int64_t slot, const XPanel& lay) {
+  if constexpr (T == WType::k_i8) {
+    quantize_x_i8(x, k, panel, slot, lay);
+  } else {
+    quantize_x_q8<T == WType::k_q4_1>(x, k, panel, slot, lay);
+  }
+}
+
+HWY_INLINE int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// ---- dot-product policies ----------------------------------------------------------------------
+// nib(acc, w, x): acc + sum over each lane's 4 byte pairs of u8(w) * s8(x), w in [0, 15].
+// s8(acc, w, x):  w holds biased weights (w_true ^ 0x80); adds sum u8(w) * s8(x) when kBiased
+//                 (the caller subtracts 128 * sum(x)), else sum w_true * s8(x).
+
+#if HWY_TARGET == HWY_AVX3
+#define LAYA_MI_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+struct DotVnni {
+  static constexpr bool kBiased = true;
+  LAYA_MI_VNNI_ATTR static HWY_INLINE VI nib(VI acc, VI w, VI x) {
+    return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, x.raw)};
+  }
+  LAYA_MI_VNNI_ATTR static HWY_INLINE VI s8(VI acc, VI w, VI x) { return nib(acc, w, x); }
+};
+struct DotMadd {
+  static constexpr bool kBiased = false;
+  static HWY_INLINE VI nib(VI acc, VI w, VI x) {
+    const __m512i p = _mm512_maddubs_epi16(w.raw, x.raw);
+    return VI{_mm512_add_epi32(acc.raw, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))};
+  }
+  static HWY_INLINE VI s8(VI acc, VI w, VI x) {
+    const __m512i ws = _mm512_xor_si512(w.raw, _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __mmask64 neg = _mm512_movepi8_mask(ws);
+    const __m512i xs = _mm512_mask_sub_epi8(x.raw, neg, _mm512_setzero_si512(), x.raw);
+    return nib(acc, VI{_mm512_abs_epi8(ws)}, VI{xs});
+  }
+};
+#elif HWY_TARGET == HWY_AVX2
+struct DotMadd {
+  static constexpr bool kBiased = false;
+  static HWY_INLINE VI nib(VI acc, VI w, VI x) {
+    const __m256i p = _mm256_maddubs_epi16(w.raw, x.raw);
+    return VI{_mm256_add_epi32(acc.raw, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))};
+  }
+  static HWY_INLINE VI s8(VI acc, VI w, VI x) {
+    const __m256i ws = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
+    return nib(acc, VI{_mm256_abs_epi8(ws)}, VI{_mm256_sign_epi8(x.raw, ws)});
+  }
+};
+#elif HWY_TARGET == HWY_SSE4
+struct DotMadd {
+  static constexpr bool kBiased = false;
+  static HWY_INLINE VI nib(VI acc, VI w, VI x) {
+    const __m128i p = _mm_maddubs_epi16(w.raw, x.raw);
+    return VI{_mm_add_epi32(acc.raw, _mm_madd_epi16(p, _mm_set1_epi16(1)))};
+  }
+  static HWY_INLINE VI s8(VI acc, VI w, VI x) {
+    const __m128i ws = _mm_xor_si128(w.raw, _mm_set1_epi8(static_cast<char>(0x80)));
+    return nib(acc, VI{_mm_abs_epi8(ws)}, VI{_mm_sign_epi8(x.raw, ws)});
+  }
+};
+#else
+// Any other target (SCALAR, non-x86): lane by lane.
+struct DotMadd {
+  static constexpr bool kBiased = false;
+  template <bool kSigned>
+  static HWY_INLINE VI dot(VI acc, VI w, VI x) {
+    const DI di;
+    constexpr size_t kMax = hn::MaxLanes(DI());
+    HWY_ALIGN int32_t a[kMax], wl[kMax], xl[kMax];
+    hn::Store(acc, di, a);
+    hn::Store(w, di, wl);
+    hn::Store(x, di, xl);
+    for (size_t i = 0; i < hn::Lanes(di); ++i) {
+      uint8_t wb[4];
+      int8_t xb[4];
+      std::memcpy(wb, &wl[i], 4);
+      std::memcpy(xb, &xl[i], 4);
+      int32_t s = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int32_t wv = kSigned ? static_cast<int8_t>(wb[j] ^ 0x80u) : wb[j];
+        s += wv * int32_t{xb[j]};
+      }
+      a[i] = static_cast<int32_t>(static_cast<uint32_t>(a[i]) + static_cast<uint32_t>(s));
+    }
+    return hn::Load(di, a);
+  }
+  static HWY_INLINE VI nib(VI acc, VI w, VI x) { return dot<false>(acc, w, x); }
+  static HWY_INLINE VI s8(VI acc, VI w, VI x) { return dot<true>(acc, w, x); }
+};
+#endif
+
+// ---- micro-kernels and drivers: one copy per dot policy ----------------------------------------
+
+// Arguments of one micro-kernel call: MR rows x NT tiles of y, accumulated over all of k. Tile t
+// of record b: f16 d at wd + b * rec + t * 2L (m likewise).
+struct MicroArgs {
+  const uint8_t* w = nullptr;   // quants of the first tile in the first record (the vector of
+                                // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
+  int64_t gstep = 0;            // p * 4L
+  const uint8_t* wd = nullptr;  // its f16 d
+  const uint8_t* wm = nullptr;  // its f16 m (q4_1)
+  int64_t rec = 0;              // bytes between records
+  const Geometry* geo = nullptr;
+  const uint8_t* x = nullptr;  // activation panel (its slot 0 is the first row)
+  const XPanel* xp = nullptr;
+  const float* wscale = nullptr;  // i8: scales of the panel's first column
+  float* out = nullptr;           // f32 [MR, NT * L], row stride NT * L
+};
+
+// Finishes an [mr, nt*L] block of results: y[r, col0 + c] = out[r, c] (+ bias[col0 + c]) for
+// c < ncols.
+inline void store_block(const float* out, int64_t ostride, int64_t mr, float* y, int64_t ldy,
+                        const float* bias, int64_t col0, int64_t ncols) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t r = 0; r < mr; ++r) {
+    const float* o = out + r * ostride;
+    float* yr = y + r * ldy + col0;
+    int64_t c = 0;
+    if (bias != nullptr) {
+      const float* bb = bias + col0;
+      for (; c + N <= ncols; c += N)
+        hn::StoreU(hn::Add(hn::LoadU(df, o + c), hn::LoadU(df, bb + c)), df, yr + c);
+      for (; c < ncols; ++c) yr[c] = o[c] + bb[c];
+    } else {
+      for (; c + N <= ncols; c += N) hn::StoreU(hn::LoadU(df, o + c), df, yr + c);
+      for (; c < ncols; ++c) yr[c] = o[c];
+    }
+  }
+}
+
+}  // namespace matmul_int
+
+#if HWY_TARGET == HWY_AVX3
+#define LAYA_MI_NS matmul_int_vnni
+#define LAYA_MI_ATTR LAYA_MI_VNNI_ATTR
+#define LAYA_MI_DOT ::laya::kernels::HWY_NAMESPACE::matmul_int::DotVnni
+#include "kernels/hwy/matmul_int_body-inl.h"
+#undef LAYA_MI_NS
+#undef LAYA_MI_ATTR
+#undef LAYA_MI_DOT
+#endif
+
+#define LAYA_MI_NS matmul_int_madd
+#define LAYA_MI_ATTR
+#define LAYA_MI_DOT ::laya::kernels::HWY_NAMESPACE::matmul_int::DotMadd
+#include "kernels/hwy/matmul_int_body-inl.h"
+#undef LAYA_MI_NS
+#undef LAYA_MI_ATTR
+#undef LAYA_MI_DOT
+
+// Installs i8 / q8_0 / q4_0 / q4_1 for this target (with VNNI when allowed and available).
+inline void FillMatmulInt(KernelTable& t, bool allow_vnni) {
+#if HWY_TARGET == HWY_AVX3
+  __builtin_cpu_init();
+  if (allow_vnni && __builtin_cpu_supports("avx512vnni")) {
+    matmul_int_vnni::install(t);
+    return;
+  }
+#endif
+  (void)allow_vnni;
+  matmul_int_madd::install(t);
+}
+
+// Test hook: this target's activation quantizer for `type`, written out in quant.h's layout
+// (i8: int8 out[k], returns the scale; q8_0 / q4_0: BlockQ8_0[k/32]; q4_1: BlockQ8_1[k/32]).
+// `work` holds x_panel(k, 1).stride bytes, 64-byte aligned.
+inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, void* work) {
+  using namespace matmul_int;
+  uint8_t* xr = static_cast<uint8_t*>(work);
+  const WType t = static_cast<WType>(type);
+  if (t == WType::k_i8) {
+    const XPanel lay = x_panel<WType::k_i8>(k, 1);
+    quantize_x<WType::k_i8>(x, k, xr, 0, lay);
+    std::memcpy(out, xr, static_cast<size_t>(k));
+    float s;
+    std::memcpy(&s, xr + lay.d_off, 4);
+    return s;
+  }
+  const XPanel lay = x_panel<WType::k_q8_0>(k, 1);  // the same layout for q8_1
+  if (t == WType::k_q4_1) {
+    quantize_x<WType::k_q4_1>(x, k, xr, 0, lay);
+  } else {
+    quantize_x<WType::k_q8_0>(x, k, xr, 0, lay);
+  }
+  const float* d = reinterpret_cast<const float*>(xr + lay.d_off);
+  const float* s = reinterpret_cast<const float*>(xr + lay.s_off);
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    if (t == WType::k_q4_1) {
+      BlockQ8_1& blk = static_cast<BlockQ8_1*>(out)[b];
+      blk.d = f32_to_f16(d[b]);
+      blk.s = f32_to_f16(s[b]);
+      std::memcpy(blk.qs, xr + b * kQK, kQK);
+    } else {
+      BlockQ8_0& blk = static_cast<BlockQ8_0*>(out)[b];
+      blk.d = f32_to_f16(d[b]);
+      std::memcpy(blk.qs, xr + b * kQK, kQK);
+    }
+  }
+  return 0.0f;
+}
+
+}  // namespace laya::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // LAYA_KERNELS_HWY_MATMUL_INT_INL_H_

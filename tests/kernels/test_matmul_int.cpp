@@ -1,0 +1,437 @@
+// Integer / GGUF-block matmuls (i8, q8_0, q4_0, q4_1) on every compiled Highway target (and, on
+// AVX3, both the VNNI and the pmaddubsw path) against the scalar reference.
+//
+// Tolerances (the integer dots are exact on both sides; only f32 rounding differs):
+//  - i8: y = (f32(dot) * x_scale) * w_scale (+ bias), the same operations as the reference, which
+//    may differ only by an FMA contraction of the bias add: |y - ref| <= 1e-6 * (|v| + |bias|),
+//    v = the product without bias.
+//  - block types: y = sum over blocks of t_b = (d_w * d_x) * isum_b (q4_1: + m_w * s_x, a second
+//    term per block), summed in block order by both; the kernel fuses the last multiply and add
+//    (FMA), the reference may or may not. Each side's sum is within n_terms * u * S of the exact
+//    one (u = 2^-24, S = sum |t_b| computed below from the same quantized data), each term within
+//    u |t_b|, so |y - ref| <= (2 * n_terms + 4) * u * (S + |bias|).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/hwy/matmul_int.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "kernels/ref/ref.h"
+
+using namespace laya::kernels;
+
+namespace {
+
+constexpr WType kIntTypes[] = {WType::k_i8, WType::k_q8_0, WType::k_q4_0, WType::k_q4_1};
+
+struct AlignedBuf {
+  void* p = nullptr;
+  explicit AlignedBuf(uint64_t bytes) {
+    const size_t n = static_cast<size_t>((bytes + 63) / 64 * 64 + 64);
+    p = std::aligned_alloc(64, n);
+    std::memset(p, 0xa5, n);
+  }
+  ~AlignedBuf() { std::free(p); }
+  AlignedBuf(const AlignedBuf&) = delete;
+  AlignedBuf& operator=(const AlignedBuf&) = delete;
+};
+
+// One table per variant under test: every Highway target, plus AVX3 without VNNI.
+struct Variant {
+  std::string name;
+  KernelTable table;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (int64_t target : kernel_hwy_targets()) {
+    v.push_back({kernel_target_name(target), kernel_table_hwy(target)});
+    if (std::string(kernel_target_name(target)) == "AVX3") {
+      KernelTable t = kernel_table_hwy(target);
+      hwy_matmul_int::fill(t, target, /*allow_vnni=*/false);
+      v.push_back({"AVX3 (no VNNI)", t});
+    }
+  }
+  return v;
+}
+
+// Weights in the file layout: GGUF blocks, or int8 rows with per-row scales.
+struct Weights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> scales;  // i8 only
+};
+
+Weights make_weights(WType type, const std::vector<float>& w, int64_t n, int64_t k) {
+  Weights out;
+  if (type == WType::k_i8) {
+    out.bytes.resize(static_cast<size_t>(n * k));
+    out.scales.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      out.scales[j] =
+          quantize_row_i8(w.data() + j * k, reinterpret_cast<int8_t*>(&out.bytes[j * k]), k);
+    return out;
+  }
+  const int64_t nb = k / kQK;
+  if (type == WType::k_q8_0) {
+    out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ8_0));
+    for (int64_t j = 0; j < n; ++j)
+      quantize_row_q8_0(w.data() + j * k, reinterpret_cast<BlockQ8_0*>(out.bytes.data()) + j * nb,
+                        k);
+  } else if (type == WType::k_q4_0) {
+    out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_0));
+    for (int64_t j = 0; j < n; ++j)
+      quantize_row_q4_0(w.data() + j * k, reinterpret_cast<BlockQ4_0*>(out.bytes.data()) + j * nb,
+                        k);
+  } else {
+    out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_1));
+    for (int64_t j = 0; j < n; ++j)
+      quantize_row_q4_1(w.data() + j * k, reinterpret_cast<BlockQ4_1*>(out.bytes.data()) + j * nb,
+                        k);
+  }
+  return out;
+}
+
+// The error budget's S for one output: sum over blocks of |(d_w * d_x) * isum| (+ |m_w * s_x|),
+// from quant.h's activation blocks; and the number of summed terms.
+double block_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, int64_t k,
+                     int* n_terms) {
+  const int64_t nb = k / kQK;
+  double s = 0;
+  if (type == WType::k_q4_1) {
+    std::vector<BlockQ8_1> xb(static_cast<size_t>(nb));
+    quantize_act_q8_1(x, xb.data(), k);
+    const BlockQ4_1* wb = reinterpret_cast<const BlockQ4_1*>(wt.bytes.data()) + j * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t isum = 0;
+      for (int i = 0; i < kQK / 2; ++i)
+        isum += (wb[b].qs[i] & 15) * xb[b].qs[i] + (wb[b].qs[i] >> 4) * xb[b].qs[i + 16];
+      s += std::fabs(double{f16_to_f32(wb[b].d)} * f16_to_f32(xb[b].d) * isum) +
+           std::fabs(double{f16_to_f32(wb[b].m)} * f16_to_f32(xb[b].s));
+    }
+    *n_terms = static_cast<int>(2 * nb);
+    return s;
+  }
+  std::vector<BlockQ8_0> xb(static_cast<size_t>(nb));
+  quantize_act_q8_0(x, xb.data(), k);
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;
+    float dw;
+    if (type == WType::k_q8_0) {
+      const BlockQ8_0& w = reinterpret_cast<const BlockQ8_0*>(wt.bytes.data())[j * nb + b];
+      for (int i = 0; i < kQK; ++i) isum += w.qs[i] * xb[b].qs[i];
+      dw = f16_to_f32(w.d);
+    } else {
+      const BlockQ4_0& w = reinterpret_cast<const BlockQ4_0*>(wt.bytes.data())[j * nb + b];
+      for (int i = 0; i < kQK / 2; ++i)
+        isum += ((w.qs[i] & 15) - 8) * xb[b].qs[i] + ((w.qs[i] >> 4) - 8) * xb[b].qs[i + 16];
+      dw = f16_to_f32(w.d);
+    }
+    s += std::fabs(double{dw} * f16_to_f32(xb[b].d) * isum);
+  }
+  *n_terms = static_cast<int>(nb);
+  return s;
+}
+
+// A pool that splits [0, n) into grain-sized chunks and runs them on fresh threads (test only).
+struct SpawnPool {
+  static void run(void*, int64_t n, int64_t grain, RangeFn fn, void* ctx) {
+    std::vector<std::thread> th;
+    const int64_t step = std::max<int64_t>(grain, (n + 2) / 3);
+    for (int64_t b = 0; b < n; b += step)
+      th.emplace_back([=] { fn(ctx, b, std::min(n, b + step)); });
+    for (std::thread& t : th) t.join();
+  }
+};
+
+struct Case {
+  int64_t m, n, k, ldx_pad, ldy_pad;
+  bool bias;
+};
+
+// Runs one kernel on a case; returns y [m, ldy] (the pad columns keep the sentinel).
+std::vector<float> run_kernel(const MatmulKernel& kern, const Weights& wt,
+                              const std::vector<float>& x, const std::vector<float>& bias,
+                              const Case& c, const ThreadPool* pool) {
+  const int64_t ldx = c.k + c.ldx_pad, ldy = c.n + c.ldy_pad;
+  const uint64_t pb = kern.packed_bytes(c.n, c.k);
+  REQUIRE(pb > 0);
+  AlignedBuf packed(pb);
+  kern.pack(wt.bytes.data(), wt.scales.empty() ? nullptr : wt.scales.data(), c.n, c.k, packed.p);
+  const int n_threads = pool ? pool->n_threads : 1;
+  AlignedBuf scratch(kern.scratch_bytes(c.m, c.n, c.k, n_threads));
+  std::vector<float> y(static_cast<size_t>(c.m * ldy), -12345.0f);
+  kern.run(packed.p, x.data(), ldx, y.data(), ldy, c.bias ? bias.data() : nullptr, c.m, c.n, c.k,
+           scratch.p, pool);
+  return y;
+}
+
+void check_case(const Variant& var, WType type, const Case& c, std::mt19937& rng,
+                const ThreadPool* pool) {
+  const int64_t ldx = c.k + c.ldx_pad, ldy = c.n + c.ldy_pad;
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(c.n * c.k)), x(static_cast<size_t>(c.m * ldx)),
+      bias(static_cast<size_t>(c.n));
+  for (float& v : w) v = dist(rng);
+  for (float& v : x) v = dist(rng) * 3.0f;
+  for (float& v : bias) v = dist(rng);
+  const Weights wt = make_weights(type, w, c.n, c.k);
+  const MatmulKernel& ref = kernel_table_ref().matmul[static_cast<int>(type)];
+  const MatmulKernel& hwy = var.table.matmul[static_cast<int>(type)];
+  const std::vector<float> yr = run_kernel(ref, wt, x, bias, c, nullptr);
+  const std::vector<float> yh = run_kernel(hwy, wt, x, bias, c, pool);
+  Case nb = c;
+  nb.bias = false;
+  const std::vector<float> yr0 = run_kernel(ref, wt, x, bias, nb, nullptr);
+  int bad = 0;
+  for (int64_t r = 0; r < c.m; ++r) {
+    for (int64_t j = 0; j < ldy; ++j) {
+      const float got = yh[r * ldy + j], want = yr[r * ldy + j];
+      if (j >= c.n) {  // padding between rows stays untouched
+        if (got != -12345.0f && bad++ < 5) FAIL_CHECK("wrote ldy padding at ", r, ",", j);
+        continue;
+      }
+      const double b = c.bias ? std::fabs(bias[j]) : 0.0;
+      double tol;
+      if (type == WType::k_i8) {
+        tol = 1e-6 * (std::fabs(yr0[r * ldy + j]) + b) + 1e-30;
+      } else {
+        int n_terms = 0;
+        const double s = block_abs_sum(type, wt, x.data() + r * ldx, j, c.k, &n_terms);
+        tol = (2.0 * n_terms + 4) * std::ldexp(1.0, -24) * (s + b) + 1e-30;
+      }
+      if (!(std::fabs(double{got} - want) <= tol) && bad++ < 5) {
+        FAIL_CHECK(var.name, " ", std::string(wtype_name(type)), " m=", c.m, " n=", c.n, " k=", c.k,
+                   " at (", r, ",", j, "): got ", got, " want ", want, " tol ", tol);
+      }
+    }
+  }
+  CHECK(bad == 0);
+}
+
+std::vector<Case> cases(WType type, std::mt19937& rng) {
+  std::vector<Case> out;
+  const bool block = type != WType::k_i8;
+  // Fixed tiny / odd shapes, then random ones.
+  const int64_t ks_block[] = {32, 64, 96, 160, 576};
+  const int64_t ks_i8[] = {1, 3, 4, 5, 31, 33, 100, 576};
+  const int64_t ms[] = {1, 2, 3, 5, 9, 17, 33};
+  const int64_t ns[] = {1, 3, 16, 17, 33, 100};
+  std::uniform_int_distribution<int> pick(0, 1 << 20);
+  for (int64_t m : ms) {
+    for (int64_t n : ns) {
+      const int64_t k = block ? ks_block[pick(rng) % 5] : ks_i8[pick(rng) % 8];
+      out.push_back(
+          {m, n, k, pick(rng) % 3 == 0 ? 7 : 0, pick(rng) % 3 == 0 ? 5 : 0, pick(rng) % 2 == 0});
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    const int64_t m = 1 + pick(rng) % 100, n = 1 + pick(rng) % 130;
+    const int64_t k = block ? kQK * (1 + pick(rng) % 24) : 1 + pick(rng) % 700;
+    out.push_back({m, n, k, pick(rng) % 9, pick(rng) % 9, pick(rng) % 2 == 0});
+  }
+  out.push_back({100, 100, block ? 1536 : 1537, 0, 0, true});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("int matmul: every target and type matches the reference (serial)") {
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      std::mt19937 rng(1234 + static_cast<int>(type));
+      for (const Case& c : cases(type, rng)) check_case(var, type, c, rng, nullptr);
+    }
+  }
+}
+
+TEST_CASE("int matmul: threaded runs match the reference") {
+  SpawnPool impl;
+  ThreadPool pool{SpawnPool::run, &impl, 3};
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      std::mt19937 rng(99 + static_cast<int>(type));
+      const bool block = type != WType::k_i8;
+      const Case cs[] = {{1, 200, block ? 256 : 250, 0, 0, true},
+                         {70, 90, block ? 128 : 130, 3, 2, false},
+                         {300, 20, block ? 64 : 70, 0, 1, true}};
+      for (const Case& c : cs) check_case(var, type, c, rng, &pool);
+    }
+  }
+}
+
+TEST_CASE("int matmul: packed_bytes rejects block types with k % 32 != 0") {
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      const MatmulKernel& kern = var.table.matmul[static_cast<int>(type)];
+      CHECK(kern.packed_bytes(0, 64) == 0);
+      CHECK(kern.packed_bytes(4, 0) == 0);
+      CHECK(kern.packed_bytes(3, 64) > 0);
+      if (type == WType::k_i8) {
+        CHECK(kern.packed_bytes(3, 33) > 0);
+      } else {
+        CHECK(kern.packed_bytes(3, 48) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("int matmul: run twice on the same packed weights gives identical output") {
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      const int64_t m = 7, n = 45, k = 192;
+      std::mt19937 rng(5);
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      std::vector<float> w(n * k), x(m * k);
+      for (float& v : w) v = dist(rng);
+      for (float& v : x) v = dist(rng);
+      const Weights wt = make_weights(type, w, n, k);
+      const MatmulKernel& kern = var.table.matmul[static_cast<int>(type)];
+      AlignedBuf packed(kern.packed_bytes(n, k));
+      kern.pack(wt.bytes.data(), wt.scales.empty() ? nullptr : wt.scales.data(), n, k, packed.p);
+      AlignedBuf scratch(kern.scratch_bytes(m, n, k, 1));
+      std::vector<float> y1(m * n), y2(m * n);
+      kern.run(packed.p, x.data(), k, y1.data(), n, nullptr, m, n, k, scratch.p, nullptr);
+      std::memset(scratch.p, 0x5a, kern.scratch_bytes(m, n, k, 1));  // stale scratch is harmless
+      kern.run(packed.p, x.data(), k, y2.data(), n, nullptr, m, n, k, scratch.p, nullptr);
+      CHECK(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("int matmul: close to the f32 product of the dequantized weights (NMSE)") {
+  // The only approximation left is the activation quantization (8 bits per token or per block of
+  // 32): for N(0, 1) data its NMSE is ~3e-5 (blocks) to ~7e-5 (per token); 5e-4 catches any
+  // structural error (which gives NMSE ~1) with margin.
+  const int64_t m = 9, n = 70, k = 640;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> w(n * k), x(m * k), wd(n * k);
+  for (float& v : w) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      const Weights wt = make_weights(type, w, n, k);
+      for (int64_t j = 0; j < n; ++j)
+        ref::dequantize_row(type, wt.bytes.data(), wt.scales.empty() ? nullptr : wt.scales.data(),
+                            j, k, wd.data() + j * k);
+      const Case c{m, n, k, 0, 0, false};
+      const std::vector<float> y =
+          run_kernel(var.table.matmul[static_cast<int>(type)], wt, x, {}, c, nullptr);
+      double err = 0, ref2 = 0;
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t i = 0; i < k; ++i) acc += double{x[r * k + i]} * wd[j * k + i];
+          err += (y[r * n + j] - acc) * (y[r * n + j] - acc);
+          ref2 += acc * acc;
+        }
+      }
+      const double nmse = err / ref2;
+      INFO(var.name, " ", std::string(wtype_name(type)), " NMSE ", nmse);
+      CHECK(nmse < 5e-4);
+      CHECK(nmse > 0);  // the activations really were quantized
+    }
+  }
+}
+
+TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactly") {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t target : kernel_hwy_targets()) {
+    const char* name = kernel_target_name(target);
+    for (int64_t k : {32, 64, 96, 37, 1, 200, 1024}) {
+      std::vector<float> x(k);
+      for (float& v : x) v = dist(rng) * 5.0f;
+      // Ties: a block (row) whose amax is 127 has d = 1 (i8: inv = 1), so x * id is x itself:
+      // put halves there, which must round to even, plus the value just below 0.5.
+      const float ties[] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, -125.5f, 0.49999997f};
+      if (k >= 32) {
+        x[0] = 127.0f;
+        for (int i = 0; i < 9; ++i) x[1 + i] = ties[i];
+        if (k >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
+      } else {
+        x[0] = -127.0f;
+        if (k > 1) x[1] = 3.5f;
+      }
+      for (WType type : kIntTypes) {
+        if (type != WType::k_i8 && k % kQK != 0) continue;
+        if (type == WType::k_i8) {
+          // A row with amax 127: the i8 quantizer's inv is exactly 1 too.
+          std::vector<int8_t> want(k), got(k);
+          const float s_want = quantize_row_i8(x.data(), want.data(), k);
+          const float s_got = hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
+          CHECK_MESSAGE(s_got == s_want, name, " i8 k=", k);
+          CHECK_MESSAGE(std::memcmp(got.data(), want.data(), k) == 0, name, " i8 k=", k);
+        } else if (type == WType::k_q4_1) {
+          std::vector<BlockQ8_1> want(k / kQK), got(k / kQK);
+          quantize_act_q8_1(x.data(), want.data(), k);
+          hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
+          CHECK_MESSAGE(std::memcmp(got.data(), want.data(), want.size() * sizeof(BlockQ8_1)) == 0,
+                        name, " q8_1 k=", k);
+        } else {
+          std::vector<BlockQ8_0> want(k / kQK), got(k / kQK);
+          quantize_act_q8_0(x.data(), want.data(), k);
+          hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
+          CHECK_MESSAGE(std::memcmp(got.data(), want.data(), want.size() * sizeof(BlockQ8_0)) == 0,
+                        name, " q8_0 k=", k);
+        }
+      }
+    }
+    // The all-zero i8 row: scale 1, zeros.
+    std::vector<float> z(50, 0.0f);
+    std::vector<int8_t> q(50, 1);
+    CHECK(hwy_matmul_int::quantize_act(target, WType::k_i8, z.data(), 50, q.data()) == 1.0f);
+    CHECK(std::count(q.begin(), q.end(), 0) == 50);
+  }
+}
+
+TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturate any path") {
+  // Weights of -128 / 127 (possible in a file though quantize_row_* never writes -128) against
+  // x quantized to +-127: pmaddubsw pair sums reach 2 * 128 * 127 = 32512, just below int16
+  // saturation; every path must still equal the reference.
+  const int64_t m = 3, n = 37, k = 96;
+  std::vector<float> x(m * k);
+  for (int64_t i = 0; i < m * k; ++i) x[i] = (i % 3 == 0) ? -2.0f : 2.0f;
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      Weights wt;
+      if (type == WType::k_i8) {
+        wt.bytes.resize(n * k);
+        wt.scales.assign(n, 0.01f);
+        for (int64_t i = 0; i < n * k; ++i)
+          wt.bytes[i] = static_cast<uint8_t>((i % 5 < 3) ? -128 : 127);
+      } else {
+        std::vector<float> w(n * k, 1.0f);
+        wt = make_weights(type, w, n, k);
+        const size_t bsize = type == WType::k_q8_0   ? sizeof(BlockQ8_0)
+                             : type == WType::k_q4_0 ? sizeof(BlockQ4_0)
+                                                     : sizeof(BlockQ4_1);
+        const size_t qoff = type == WType::k_q4_1 ? 4 : 2;  // qs after d (and m)
+        for (int64_t b = 0; b < n * k / kQK; ++b) {
+          uint8_t* qs = wt.bytes.data() + b * bsize + qoff;
+          for (int i = 0; i < (type == WType::k_q8_0 ? kQK : kQK / 2); ++i)
+            qs[i] = type == WType::k_q8_0 ? static_cast<uint8_t>((i + b) % 3 ? -128 : 127)
+                                          : static_cast<uint8_t>((i + b) % 3 ? 0x0f : 0xf0);
+        }
+      }
+      const Case c{m, n, k, 0, 0, true};
+      std::vector<float> bias(n, 0.5f);
+      const std::vector<float> yr =
+          run_kernel(kernel_table_ref().matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+      const std::vector<float> yh =
+          run_kernel(var.table.matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+      for (size_t i = 0; i < yr.size(); ++i) {
+        INFO(var.name, " ", std::string(wtype_name(type)), " at ", i);
+        REQUIRE(std::fabs(yh[i] - yr[i]) <= 1e-5f * std::fabs(yr[i]) + 1e-3f);
+      }
+    }
+  }
+}
