@@ -18,6 +18,8 @@ KernelTable kernel_table_hwy(int64_t target) {
   KernelTable t = kernel_table_ref();
   t.isa = kernel_target_name(target);
   // One line per family (kernels/hwy/fill.h):
+  hwy_fill::attention(t, target);
+  hwy_fill::eltwise(t, target);
   return t;
 }
 

@@ -1,0 +1,595 @@
+// Highway attention (per-target code; kernels/hwy/attention.cpp exports it). Semantics:
+// kernels/ref/attention.cpp and AttentionArgs in kernels/kernels.h.
+//
+// Flash-attention style: keys are visited in tiles with an online softmax (running max m, sum l,
+// output rescaled by exp(m_old - m_new)); only one tile of scores lives in scratch. Tiles the mask
+// hides entirely (causal future, outside the sliding window) are never computed; tiles that are
+// entirely visible skip the per-element mask.
+//
+// Two layouts, chosen per call:
+//  - Prefill ("queries in lanes"): an item is up to kBq query rows of one kv group (rows = heads of
+//    the group x queries, so each K/V element loaded serves every head of the group). Q^T (scaled)
+//    is packed once per item as [head_dim][kBq]; scores S^T [key][kBq] come from register-blocked
+//    FMAs with K broadcast straight from the cache rows; the softmax is vertical (no horizontal
+//    reductions); O^T [head_dim][kBq] accumulates P^T x V with V broadcast from the cache. Any
+//    head_dim works (no vectors along head_dim).
+//  - Decode ("head_dim in lanes"), when a group has few rows (q_len x heads <= kDecRows) and
+//    head_dim is a multiple of the vector length: rows are dotted with 4 keys at a time and reduced
+//    with one transpose-add tree; P x V broadcasts each probability over the V row. K and V are
+//    read once per group (GQA reuse).
+// Work items (batch, kv group, head block, query block) are handed out dynamically to n_threads
+// scratch slots through parallel_for (causal: the most expensive query blocks first).
+
+#if defined(LAYA_KERNELS_HWY_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LAYA_KERNELS_HWY_ATTENTION_INL_H_
+#undef LAYA_KERNELS_HWY_ATTENTION_INL_H_
+#else
+#define LAYA_KERNELS_HWY_ATTENTION_INL_H_
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "kernels/kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace laya::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace attn {
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+using DI = hn::RebindToSigned<DF>;
+constexpr size_t kN = hn::MaxLanes(DF());
+
+// Register blocking: kNV query vectors per item; QK blocks of kMR keys, PV blocks of kMD dims.
+#if HWY_TARGET == HWY_AVX3
+constexpr int kNV = 4, kMR = 6, kMD = 6, kDecDC = 4;
+#elif HWY_TARGET == HWY_SCALAR
+constexpr int kNV = 4, kMR = 4, kMD = 4, kDecDC = 4;
+#else
+constexpr int kNV = 2, kMR = 4, kMD = 4, kDecDC = 2;
+#endif
+constexpr size_t kBq = kNV * kN;                   // query rows (lanes) per prefill item
+constexpr size_t kBk = 64;                         // keys per prefill tile
+constexpr size_t kBkDec = 128;                     // keys per decode tile
+constexpr size_t kDecRows = kN >= 4 ? kN / 2 : 0;  // decode layout when rows per group <= this
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+inline size_t Align64(size_t bytes) {
+  return (bytes + 63) & ~size_t{63};
+}
+
+// Per-slot scratch: the larger of the two layouts.
+inline size_t PrefillSlotBytes(size_t hd) {
+  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 4 * Align64(kBq * 4);
+}
+inline size_t DecodeSlotBytes(size_t hd) {
+  return kDecRows == 0 ? 0
+                       : 2 * Align64(kDecRows * hd * 4) + Align64(kDecRows * kBkDec * 4) +
+                             3 * Align64(kDecRows * 4);
+}
+inline size_t SlotBytes(size_t hd) {
+  const size_t p = PrefillSlotBytes(hd), q = DecodeSlotBytes(hd);
+  return p > q ? p : q;
+}
+
+// Calls f.template operator()<A, B>() for runtime a in [1, MaxA], b in [1, MaxB].
+template <int MaxB, int A, class F>
+HWY_INLINE void DispatchB(int b, F& f) {
+  [&]<int... J>(std::integer_sequence<int, J...>) {
+    ((b == J + 1 ? (f.template operator()<A, J + 1>(), 0) : 0), ...);
+  }
+  (std::make_integer_sequence<int, MaxB>{});
+}
+template <int MaxA, int MaxB, class F>
+HWY_INLINE void Dispatch2(int a, int b, F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((a == I + 1 ? (DispatchB<MaxB, I + 1>(b, f), 0) : 0), ...);
+  }
+  (std::make_integer_sequence<int, MaxA>{});
+}
+
+// ---- prefill micro-kernels ------------------------------------------------------------------
+
+// st[r][v] = sum_c k[r][c] * qt[c][v] for MR keys (rows of k, stride ks) and NV query vectors.
+template <int MR, int NV>
+HWY_NOINLINE void QkBlock(const float* HWY_RESTRICT qt, const float* HWY_RESTRICT k, int64_t ks,
+                          size_t hd, float* HWY_RESTRICT st) {
+  const DF d;
+  VF acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+  for (size_t c = 0; c < hd; ++c) {
+    VF qv[NV];
+    for (int v = 0; v < NV; ++v) qv[v] = hn::Load(d, qt + c * kBq + v * kN);
+    for (int r = 0; r < MR; ++r) {
+      const VF kb = hn::Set(d, k[r * ks + static_cast<int64_t>(c)]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(kb, qv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) hn::Store(acc[r][v], d, st + r * kBq + v * kN);
+}
+
+// ot[m][v] = ot[m][v] * alpha[v] + sum_j pt[j][v] * vrow_j[m] for MD dims and NV query vectors.
+template <int MD, int NV>
+HWY_NOINLINE void PvBlock(float* HWY_RESTRICT ot, const float* HWY_RESTRICT alpha, bool rescale,
+                          const float* HWY_RESTRICT pt, size_t nk, const float* HWY_RESTRICT v,
+                          int64_t vs) {
+  const DF d;
+  VF acc[MD][NV];
+  for (int m = 0; m < MD; ++m)
+    for (int q = 0; q < NV; ++q) {
+      acc[m][q] = hn::Load(d, ot + m * kBq + q * kN);
+      if (rescale) acc[m][q] = hn::Mul(acc[m][q], hn::Load(d, alpha + q * kN));
+    }
+  for (size_t j = 0; j < nk; ++j) {
+    VF p[NV];
+    for (int q = 0; q < NV; ++q) p[q] = hn::Load(d, pt + j * kBq + q * kN);
+    const float* vj = v + static_cast<int64_t>(j) * vs;
+    for (int m = 0; m < MD; ++m) {
+      const VF vb = hn::Set(d, vj[m]);
+      for (int q = 0; q < NV; ++q) acc[m][q] = hn::MulAdd(vb, p[q], acc[m][q]);
+    }
+  }
+  for (int m = 0; m < MD; ++m)
+    for (int q = 0; q < NV; ++q) hn::Store(acc[m][q], d, ot + m * kBq + q * kN);
+}
+
+// ---- decode micro-kernels -------------------------------------------------------------------
+
+#if HWY_TARGET != HWY_SCALAR
+template <class D>
+HWY_INLINE hn::Vec<hn::Full128<float>> FoldBlocks(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) > 4) {
+    const hn::Half<D> dh;
+    return FoldBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  } else {
+    (void)d;
+    return v;
+  }
+}
+#endif
+
+// out[0..3] = horizontal sums of a, b, c, e.
+HWY_INLINE void Reduce4Store(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
+#if HWY_TARGET == HWY_SCALAR
+  out[0] = hn::GetLane(a);
+  out[1] = hn::GetLane(b);
+  out[2] = hn::GetLane(c);
+  out[3] = hn::GetLane(e);
+#else
+  const DF d;
+  const hn::Repartition<uint64_t, DF> d64;
+  const VF ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+  const VF ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
+  const auto ab64 = hn::BitCast(d64, ab), ce64 = hn::BitCast(d64, ce);
+  const VF s = hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, ab64, ce64)),
+                       hn::BitCast(d, hn::InterleaveUpper(d64, ab64, ce64)));
+  hn::StoreU(FoldBlocks(d, s), hn::Full128<float>(), out);
+#endif
+}
+
+// s[r * kBkDec + j] = q_r . k_j for NR rows (q rows of hd, aligned) and NJ (1 or 4) keys.
+template <int NR, int NJ>
+HWY_NOINLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const float* HWY_RESTRICT k,
+                        int64_t ks, float* HWY_RESTRICT s) {
+  const DF d;
+  VF acc[NR][NJ];
+  for (int r = 0; r < NR; ++r)
+    for (int j = 0; j < NJ; ++j) acc[r][j] = hn::Zero(d);
+  for (size_t c = 0; c < hd; c += kN) {
+    VF kv[NJ];
+    for (int j = 0; j < NJ; ++j) kv[j] = hn::LoadU(d, k + j * ks + static_cast<int64_t>(c));
+    for (int r = 0; r < NR; ++r) {
+      const VF qv = hn::Load(d, q + r * hd + c);
+      for (int j = 0; j < NJ; ++j) acc[r][j] = hn::MulAdd(qv, kv[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    if constexpr (NJ == 4) {
+      Reduce4Store(acc[r][0], acc[r][1], acc[r][2], acc[r][3], s + r * kBkDec);
+    } else {
+      for (int j = 0; j < NJ; ++j) s[r * kBkDec + j] = hn::GetLane(hn::SumOfLanes(d, acc[r][j]));
+    }
+  }
+}
+
+// o_r[c] = o_r[c] * alpha[r] + sum_j p[r][j] * v_j[c] for NR rows and DC vectors of dims.
+template <int NR, int DC>
+HWY_NOINLINE void DecPv(float* HWY_RESTRICT o, size_t hd, const float* HWY_RESTRICT alpha,
+                        const float* HWY_RESTRICT p, size_t nk, const float* HWY_RESTRICT v,
+                        int64_t vs) {
+  const DF d;
+  VF acc[NR][DC];
+  for (int r = 0; r < NR; ++r) {
+    const VF al = hn::Set(d, alpha[r]);
+    for (int c = 0; c < DC; ++c) acc[r][c] = hn::Mul(hn::Load(d, o + r * hd + c * kN), al);
+  }
+  for (size_t j = 0; j < nk; ++j) {
+    VF vv[DC];
+    const float* vj = v + static_cast<int64_t>(j) * vs;
+    for (int c = 0; c < DC; ++c) vv[c] = hn::LoadU(d, vj + c * kN);
+    for (int r = 0; r < NR; ++r) {
+      const VF pb = hn::Set(d, p[r * kBkDec + j]);
+      for (int c = 0; c < DC; ++c) acc[r][c] = hn::MulAdd(pb, vv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < DC; ++c) hn::Store(acc[r][c], d, o + r * hd + c * kN);
+}
+
+// ---- planning -------------------------------------------------------------------------------
+
+struct Plan {
+  int32_t group = 1;  // query heads per kv head
+  int32_t g_begin = 0, n_groups = 0;
+  int32_t hper = 1;            // heads per item
+  int64_t qper = 1;            // queries per item
+  int64_t n_hb = 1, n_qb = 1;  // head / query blocks per group
+  bool decode = false;
+  int64_t items = 0;
+};
+
+inline Plan MakePlan(const AttentionArgs& a, int32_t hb, int32_t he) {
+  Plan p;
+  p.group = a.n_heads / a.n_kv_heads;
+  p.g_begin = hb / p.group;
+  p.n_groups = (he - 1) / p.group - p.g_begin + 1;
+  const int32_t hg = p.group < he - hb ? p.group : he - hb;  // most heads of one group in range
+  const size_t hd = static_cast<size_t>(a.head_dim);
+  if (kDecRows > 0 && hd % kN == 0 &&
+      static_cast<uint64_t>(hg) * static_cast<uint64_t>(a.q_len) <= kDecRows) {
+    p.decode = true;
+    p.hper = p.group;
+    p.qper = a.q_len;
+  } else {
+    const int64_t by_q = static_cast<int64_t>(kBq) / a.q_len;
+    p.hper = static_cast<int32_t>(by_q < 1 ? 1 : (by_q > hg ? hg : by_q));
+    const int64_t qmax = static_cast<int64_t>(kBq) / p.hper;
+    p.qper = a.q_len < qmax ? a.q_len : qmax;
+    p.n_hb = (hg + p.hper - 1) / p.hper;
+    p.n_qb = (a.q_len + p.qper - 1) / p.qper;
+  }
+  p.items = a.batch * p.n_groups * p.n_hb * p.n_qb;
+  return p;
+}
+
+// Visible key range [lo, hi) for queries at positions [pmin, pmax].
+inline void KeyRange(const AttentionArgs& a, int64_t pmin, int64_t pmax, int64_t& lo, int64_t& hi) {
+  lo = 0;
+  hi = a.kv_len;
+  if (a.causal && pmax + 1 < hi) hi = pmax + 1;
+  if (a.window >= 0) {
+    if (pmin - a.window > lo) lo = pmin - a.window;
+    if (pmax + a.window + 1 < hi) hi = pmax + a.window + 1;
+  }
+}
+
+// Whether keys [t0, t1) need the per-element position mask for queries in [pmin, pmax].
+inline bool TileNeedsMask(const AttentionArgs& a, int64_t t0, int64_t t1, int64_t pmin,
+                          int64_t pmax) {
+  if (a.causal && t1 - 1 > pmin) return true;
+  if (a.window >= 0 && (pmax - t0 > a.window || t1 - 1 - pmin > a.window)) return true;
+  return false;
+}
+
+inline bool Visible(const AttentionArgs& a, int64_t pos, int64_t j) {
+  if (a.causal && j > pos) return false;
+  if (a.window >= 0 && (pos - j > a.window || j - pos > a.window)) return false;
+  return true;
+}
+
+// ---- prefill item ---------------------------------------------------------------------------
+
+inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0, int32_t h1,
+                        int64_t i0, int64_t i1, uint8_t* slot) {
+  const DF d;
+  const DI di;
+  const size_t hd = static_cast<size_t>(a.head_dim);
+  float* qt = reinterpret_cast<float*>(slot);
+  float* ot = reinterpret_cast<float*>(slot + Align64(hd * kBq * 4));
+  float* st = reinterpret_cast<float*>(slot + 2 * Align64(hd * kBq * 4));
+  float* mrow = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(st) + Align64(kBk * kBq * 4));
+  float* lrow = mrow + Align64(kBq * 4) / 4;
+  float* alpha = lrow + Align64(kBq * 4) / 4;
+  int32_t* pos = reinterpret_cast<int32_t*>(alpha + Align64(kBq * 4) / 4);
+
+  const int64_t nq = i1 - i0;
+  const int64_t rows = (h1 - h0) * nq;  // lane l = hh * nq + ii
+  const int nv = static_cast<int>((static_cast<size_t>(rows) + kN - 1) / kN);
+  const size_t lanes = static_cast<size_t>(nv) * kN;
+  const int64_t past = a.kv_len - a.q_len;
+
+  // Pack Q^T (scaled), positions; zero O^T, running max and sum.
+  for (size_t l = 0; l < lanes; ++l) {
+    const int64_t r = static_cast<int64_t>(l) < rows ? static_cast<int64_t>(l) : rows - 1;
+    const int64_t hh = r / nq, ii = r % nq;
+    pos[l] = static_cast<int32_t>(past + i0 + ii);
+    mrow[l] = kNegInf;
+    lrow[l] = 0.0f;
+    if (static_cast<int64_t>(l) >= rows) {
+      for (size_t c = 0; c < hd; ++c) qt[c * kBq + l] = 0.0f;
+      continue;
+    }
+    const float* q =
+        a.q + b * a.q_batch_stride + (i0 + ii) * a.q_row_stride + (h0 + hh) * a.head_dim;
+    for (size_t c = 0; c < hd; ++c) qt[c * kBq + l] = q[c] * a.scale;
+  }
+  for (size_t c = 0; c < hd; ++c)
+    for (size_t l = 0; l < lanes; l += kN) hn::Store(hn::Zero(d), d, ot + c * kBq + l);
+
+  const int64_t pmin = past + i0, pmax = past + i1 - 1;
+  int64_t lo, hi;
+  KeyRange(a, pmin, pmax, lo, hi);
+  const float* kbase = a.k + b * a.k_batch_stride + static_cast<int64_t>(g) * a.head_dim;
+  const float* vbase = a.v + b * a.v_batch_stride + static_cast<int64_t>(g) * a.head_dim;
+  const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
+  const VF ninf = hn::Set(d, kNegInf);
+  // Window bounds as int32 (positions and key indices fit; the window is clamped to kv_len).
+  const int64_t w = a.window < a.kv_len ? a.window : a.kv_len;
+
+  for (int64_t t0 = lo; t0 < hi; t0 += static_cast<int64_t>(kBk)) {
+    const int64_t t1 = t0 + static_cast<int64_t>(kBk) < hi ? t0 + static_cast<int64_t>(kBk) : hi;
+    const size_t nk = static_cast<size_t>(t1 - t0);
+    // S^T = K Q^T for this tile.
+    for (size_t jb = 0; jb < nk; jb += kMR) {
+      const int mr = static_cast<int>(nk - jb < static_cast<size_t>(kMR) ? nk - jb : kMR);
+      const float* kr = kbase + (t0 + static_cast<int64_t>(jb)) * a.k_row_stride;
+      float* sr = st + jb * kBq;
+      Dispatch2<kMR, kNV>(
+          mr, nv, [&]<int MR, int NV>() { QkBlock<MR, NV>(qt, kr, a.k_row_stride, hd, sr); });
+    }
+    // Masks: key padding rows, then positions where the tile is not entirely visible.
+    const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
+    if (kmask || need_pos) {
+      for (size_t j = 0; j < nk; ++j) {
+        const int64_t jj = t0 + static_cast<int64_t>(j);
+        float* sr = st + j * kBq;
+        if (kmask && kmask[jj] == 0) {
+          for (size_t l = 0; l < lanes; l += kN) hn::Store(ninf, d, sr + l);
+          continue;
+        }
+        if (!need_pos) continue;
+        for (size_t l = 0; l < lanes; l += kN) {
+          const auto p = hn::Load(di, pos + l);
+          auto vis = hn::Eq(p, p);  // all true
+          // (Highway 1.0.3 has only Gt / Lt for int32.)
+          if (a.causal) vis = hn::And(vis, hn::Gt(p, hn::Set(di, static_cast<int32_t>(jj - 1))));
+          if (a.window >= 0) {
+            vis = hn::And(vis, hn::Lt(p, hn::Set(di, static_cast<int32_t>(jj + w + 1))));
+            vis = hn::And(vis, hn::Gt(p, hn::Set(di, static_cast<int32_t>(jj - w - 1))));
+          }
+          hn::Store(hn::IfThenElse(hn::RebindMask(d, vis), hn::Load(d, sr + l), ninf), d, sr + l);
+        }
+      }
+    }
+    // Online softmax, vertical per lane.
+    bool rescale = false;
+    for (size_t l = 0; l < lanes; l += kN) {
+      VF mx = ninf;
+      for (size_t j = 0; j < nk; ++j) mx = hn::Max(mx, hn::Load(d, st + j * kBq + l));
+      const VF mold = hn::Load(d, mrow + l);
+      const VF mnew = hn::Max(mold, mx);
+      const VF msafe = hn::IfThenZeroElse(hn::Eq(mnew, ninf), mnew);
+      const VF al = hn::Exp(d, hn::Sub(mold, msafe));
+      rescale = rescale || !hn::AllTrue(d, hn::Eq(mold, mnew));
+      hn::Store(al, d, alpha + l);
+      hn::Store(mnew, d, mrow + l);
+      VF sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+      size_t j = 0;
+      for (; j + 2 <= nk; j += 2) {
+        const VF p0 = hn::Exp(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
+        const VF p1 = hn::Exp(d, hn::Sub(hn::Load(d, st + (j + 1) * kBq + l), msafe));
+        hn::Store(p0, d, st + j * kBq + l);
+        hn::Store(p1, d, st + (j + 1) * kBq + l);
+        sum0 = hn::Add(sum0, p0);
+        sum1 = hn::Add(sum1, p1);
+      }
+      if (j < nk) {
+        const VF p0 = hn::Exp(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
+        hn::Store(p0, d, st + j * kBq + l);
+        sum0 = hn::Add(sum0, p0);
+      }
+      hn::Store(hn::MulAdd(hn::Load(d, lrow + l), al, hn::Add(sum0, sum1)), d, lrow + l);
+    }
+    // O^T = O^T * alpha + V^T P^T.
+    const float* vt = vbase + t0 * a.v_row_stride;
+    for (size_t c0 = 0; c0 < hd; c0 += kMD) {
+      const int md = static_cast<int>(hd - c0 < static_cast<size_t>(kMD) ? hd - c0 : kMD);
+      float* oc = ot + c0 * kBq;
+      const float* vc = vt + c0;
+      Dispatch2<kMD, kNV>(md, nv, [&]<int MD, int NV>() {
+        PvBlock<MD, NV>(oc, alpha, rescale, st, nk, vc, a.v_row_stride);
+      });
+    }
+  }
+
+  // out = O / l (rows without a visible key: l == 0 -> zeros).
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t hh = r / nq, ii = r % nq;
+    float* out =
+        a.out + b * a.out_batch_stride + (i0 + ii) * a.out_row_stride + (h0 + hh) * a.head_dim;
+    const float inv = lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f;
+    for (size_t c = 0; c < hd; ++c) out[c] = ot[c * kBq + static_cast<size_t>(r)] * inv;
+  }
+}
+
+// ---- decode item ----------------------------------------------------------------------------
+
+inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0, int32_t h1,
+                       uint8_t* slot) {
+  const DF d;
+  const size_t hd = static_cast<size_t>(a.head_dim);
+  const size_t R = static_cast<size_t>((h1 - h0) * a.q_len);  // row r: head h0 + r / q_len
+  float* qs = reinterpret_cast<float*>(slot);
+  float* os = reinterpret_cast<float*>(slot + Align64(kDecRows * hd * 4));
+  float* ss = reinterpret_cast<float*>(slot + 2 * Align64(kDecRows * hd * 4));
+  float* mrow =
+      reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(ss) + Align64(kDecRows * kBkDec * 4));
+  float* lrow = mrow + Align64(kDecRows * 4) / 4;
+  float* alpha = lrow + Align64(kDecRows * 4) / 4;
+  const int64_t past = a.kv_len - a.q_len;
+
+  for (size_t r = 0; r < R; ++r) {
+    const int64_t hh = static_cast<int64_t>(r) / a.q_len, ii = static_cast<int64_t>(r) % a.q_len;
+    const float* q = a.q + b * a.q_batch_stride + ii * a.q_row_stride + (h0 + hh) * a.head_dim;
+    const VF sc = hn::Set(d, a.scale);
+    for (size_t c = 0; c < hd; c += kN) {
+      hn::Store(hn::Mul(hn::LoadU(d, q + c), sc), d, qs + r * hd + c);
+      hn::Store(hn::Zero(d), d, os + r * hd + c);
+    }
+    mrow[r] = kNegInf;
+    lrow[r] = 0.0f;
+  }
+
+  const int64_t pmin = past, pmax = a.kv_len - 1;
+  int64_t lo, hi;
+  KeyRange(a, pmin, pmax, lo, hi);
+  const float* kbase = a.k + b * a.k_batch_stride + static_cast<int64_t>(g) * a.head_dim;
+  const float* vbase = a.v + b * a.v_batch_stride + static_cast<int64_t>(g) * a.head_dim;
+  const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
+  const VF ninf = hn::Set(d, kNegInf);
+  const int rows4 = 4;
+
+  for (int64_t t0 = lo; t0 < hi; t0 += static_cast<int64_t>(kBkDec)) {
+    const int64_t t1 =
+        t0 + static_cast<int64_t>(kBkDec) < hi ? t0 + static_cast<int64_t>(kBkDec) : hi;
+    const size_t nk = static_cast<size_t>(t1 - t0);
+    const size_t nkp = (nk + kN - 1) / kN * kN;
+    const float* kt = kbase + t0 * a.k_row_stride;
+    for (size_t rb = 0; rb < R; rb += rows4) {
+      const int nr = static_cast<int>(R - rb < static_cast<size_t>(rows4) ? R - rb : rows4);
+      size_t j = 0;
+      for (; j + 4 <= nk; j += 4) {
+        const float* kj = kt + static_cast<int64_t>(j) * a.k_row_stride;
+        float* sj = ss + rb * kBkDec + j;
+        const float* qr = qs + rb * hd;
+        Dispatch2<4, 1>(nr, 1,
+                        [&]<int NR, int>() { DecQk<NR, 4>(qr, hd, kj, a.k_row_stride, sj); });
+      }
+      for (; j < nk; ++j) {
+        const float* kj = kt + static_cast<int64_t>(j) * a.k_row_stride;
+        float* sj = ss + rb * kBkDec + j;
+        const float* qr = qs + rb * hd;
+        Dispatch2<4, 1>(nr, 1,
+                        [&]<int NR, int>() { DecQk<NR, 1>(qr, hd, kj, a.k_row_stride, sj); });
+      }
+    }
+    for (size_t r = 0; r < R; ++r)
+      for (size_t j = nk; j < nkp; ++j) ss[r * kBkDec + j] = kNegInf;
+    const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
+    if (kmask || need_pos) {
+      for (size_t j = 0; j < nk; ++j) {
+        const int64_t jj = t0 + static_cast<int64_t>(j);
+        const bool hidden = kmask && kmask[jj] == 0;
+        for (size_t r = 0; r < R; ++r)
+          if (hidden || (need_pos && !Visible(a, past + static_cast<int64_t>(r) % a.q_len, jj)))
+            ss[r * kBkDec + j] = kNegInf;
+      }
+    }
+    // Online softmax per row, keys in lanes.
+    for (size_t r = 0; r < R; ++r) {
+      float* sr = ss + r * kBkDec;
+      VF mx = ninf;
+      for (size_t j = 0; j < nkp; j += kN) mx = hn::Max(mx, hn::Load(d, sr + j));
+      const float mnew_s = std::max(mrow[r], hn::GetLane(hn::MaxOfLanes(d, mx)));
+      const float msafe_s = mnew_s == kNegInf ? 0.0f : mnew_s;
+      const VF msafe = hn::Set(d, msafe_s);
+      alpha[r] = hn::GetLane(hn::Exp(d, hn::Set(d, mrow[r] - msafe_s)));
+      mrow[r] = mnew_s;
+      VF sum = hn::Zero(d);
+      for (size_t j = 0; j < nkp; j += kN) {
+        const VF p = hn::Exp(d, hn::Sub(hn::Load(d, sr + j), msafe));
+        hn::Store(p, d, sr + j);
+        sum = hn::Add(sum, p);
+      }
+      lrow[r] = lrow[r] * alpha[r] + hn::GetLane(hn::SumOfLanes(d, sum));
+    }
+    // O = O * alpha + P V.
+    const float* vt = vbase + t0 * a.v_row_stride;
+    for (size_t rb = 0; rb < R; rb += rows4) {
+      const int nr = static_cast<int>(R - rb < static_cast<size_t>(rows4) ? R - rb : rows4);
+      for (size_t c0 = 0; c0 < hd; c0 += kDecDC * kN) {
+        const int dc = static_cast<int>(
+            (hd - c0) / kN < static_cast<size_t>(kDecDC) ? (hd - c0) / kN : kDecDC);
+        float* oc = os + rb * hd + c0;
+        const float* pr = ss + rb * kBkDec;
+        const float* vc = vt + c0;
+        const float* al = alpha + rb;
+        Dispatch2<4, kDecDC>(nr, dc, [&]<int NR, int DC>() {
+          DecPv<NR, DC>(oc, hd, al, pr, nk, vc, a.v_row_stride);
+        });
+      }
+    }
+  }
+
+  for (size_t r = 0; r < R; ++r) {
+    const int64_t hh = static_cast<int64_t>(r) / a.q_len, ii = static_cast<int64_t>(r) % a.q_len;
+    float* out = a.out + b * a.out_batch_stride + ii * a.out_row_stride + (h0 + hh) * a.head_dim;
+    const VF inv = hn::Set(d, lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
+    for (size_t c = 0; c < hd; c += kN)
+      hn::StoreU(hn::Mul(hn::Load(d, os + r * hd + c), inv), d, out + c);
+  }
+}
+
+}  // namespace attn
+
+uint64_t AttentionScratchBytes(const AttentionArgs& a, int n_threads) {
+  const uint64_t slots = n_threads > 1 ? static_cast<uint64_t>(n_threads) : 1;
+  return slots * attn::SlotBytes(static_cast<size_t>(a.head_dim)) + 64;
+}
+
+void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, void* scratch,
+               const ThreadPool* pool) {
+  if (head_begin >= head_end || a.q_len <= 0 || a.batch <= 0) return;
+  const attn::Plan p = attn::MakePlan(a, head_begin, head_end);
+  int64_t slots =
+      pool != nullptr && pool->run != nullptr && pool->n_threads > 1 ? pool->n_threads : 1;
+  if (slots > p.items) slots = p.items;
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
+                                             ~static_cast<uintptr_t>(63));
+  const size_t slot_bytes = attn::SlotBytes(static_cast<size_t>(a.head_dim));
+  std::atomic<int64_t> next{0};
+  parallel_for(pool, slots, 1, [&](int64_t sb, int64_t se) {
+    for (int64_t s = sb; s < se; ++s) {
+      uint8_t* slot = base + static_cast<size_t>(s) * slot_bytes;
+      for (;;) {
+        int64_t w = next.fetch_add(1, std::memory_order_relaxed);
+        if (w >= p.items) break;
+        // w -> (b, group, head block, query block); query blocks last-first (causal: costliest).
+        const int64_t qb = p.n_qb - 1 - w % p.n_qb;
+        w /= p.n_qb;
+        const int64_t hbk = w % p.n_hb;
+        w /= p.n_hb;
+        const int32_t g = p.g_begin + static_cast<int32_t>(w % p.n_groups);
+        const int64_t b = w / p.n_groups;
+        // Heads of group g inside [head_begin, head_end), then this item's block of them.
+        const int32_t gh0 = std::max(head_begin, g * p.group);
+        const int32_t gh1 = std::min(head_end, (g + 1) * p.group);
+        const int32_t h0 = gh0 + static_cast<int32_t>(hbk) * p.hper;
+        const int32_t h1 = std::min(gh1, h0 + p.hper);
+        if (h0 >= h1) continue;
+        if (p.decode) {
+          attn::DecodeItem(a, b, g, h0, h1, slot);
+        } else {
+          const int64_t i0 = qb * p.qper;
+          const int64_t i1 = std::min(a.q_len, i0 + p.qper);
+          attn::PrefillItem(a, b, g, h0, h1, i0, i1, slot);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace laya::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
