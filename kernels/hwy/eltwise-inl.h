@@ -208,11 +208,32 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
       const uint16_t* r = reinterpret_cast<const uint16_t*>(base) + ud * static_cast<size_t>(row);
       size_t i = 0;
       if (type == WType::k_f16) {
-        const hn::Rebind<hwy::float16_t, DF> dh;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+        const hn::Rebind<hwy::float16_t, DF> dh;  // F16C: exact, inf / NaN included
         for (; i + N <= ud; i += N)
           hn::StoreU(
               hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(r + i))), d,
               out + i);
+#else
+        // Highway 1.0.3's emulated f16 promotion turns inf / NaN into finite values: rebuild the
+        // bits as quant.cpp's f16_to_f32 does.
+        const hn::Rebind<uint16_t, DF> d16;
+        const hn::RebindToUnsigned<DF> du;
+        const auto exp_mask = hn::Set(du, 0x7c00u << 13);
+        const auto magic = hn::BitCast(d, hn::Set(du, 113u << 23));
+        for (; i + N <= ud; i += N) {
+          const auto h = hn::PromoteTo(du, hn::LoadU(d16, r + i));
+          auto o = hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x7fffu)));
+          const auto e = hn::And(o, exp_mask);
+          o = hn::Add(o, hn::Set(du, (127u - 15u) << 23));
+          o = hn::IfThenElse(hn::Eq(e, exp_mask), hn::Add(o, hn::Set(du, (128u - 16u) << 23)), o);
+          const auto sub =
+              hn::BitCast(du, hn::Sub(hn::BitCast(d, hn::Add(o, hn::Set(du, 1u << 23))), magic));
+          o = hn::IfThenElse(hn::Eq(e, hn::Zero(du)), sub, o);
+          o = hn::Or(o, hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u))));
+          hn::StoreU(hn::BitCast(d, o), d, out + i);
+        }
+#endif
         for (; i < ud; ++i) out[i] = f16_to_f32(r[i]);
       } else {
         const hn::Rebind<uint16_t, DF> d16;

@@ -145,7 +145,7 @@ TEST_CASE("embedding: every weight type, exact") {
     for (int64_t dim :
          {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{32}, int64_t{100}, int64_t{160}}) {
       if (block && dim % kQK != 0) continue;
-      CAPTURE(wtype_name(type));
+      CAPTURE(std::string(wtype_name(type)));
       CAPTURE(dim);
       // Table bytes and scales for this type.
       std::vector<uint8_t> table;
@@ -199,7 +199,9 @@ TEST_CASE("embedding: every weight type, exact") {
         REQUIRE(t.embedding(type, table.data(), sc, vocab, dim, ids.data(), n, got.data(), pool) ==
                 -1);
         int64_t worst = 0;
-        for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, ulp_diff(got[i], want[i]));
+        for (size_t i = 0; i < got.size(); ++i) {
+          worst = std::max(worst, ulp_diff(got[i], want[i]));
+        }
         CHECK(worst == 0);
         const int32_t bad1[4] = {1, 2, 37, -1}, bad2[3] = {0, -1, 99};
         CHECK(t.embedding(type, table.data(), sc, vocab, dim, bad1, 4, got.data(), pool) == 2);
