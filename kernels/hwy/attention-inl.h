@@ -68,7 +68,8 @@ inline size_t Align64(size_t bytes) {
 
 // Per-slot scratch: the larger of the two layouts.
 inline size_t PrefillSlotBytes(size_t hd) {
-  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 4 * Align64(kBq * 4);
+  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 4 * Align64(kBq * 4) +
+         2 * Align64(kBk * hd * 4);
 }
 inline size_t DecodeSlotBytes(size_t hd) {
   return kDecRows == 0 ? 0
@@ -301,6 +302,11 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   float* lrow = mrow + Align64(kBq * 4) / 4;
   float* alpha = lrow + Align64(kBq * 4) / 4;
   int32_t* pos = reinterpret_cast<int32_t*>(alpha + Align64(kBq * 4) / 4);
+  // K / V tiles copied to contiguous rows: cache rows of many heads are strided by a multiple of
+  // the page / set size, which maps a tile onto a few L1 sets.
+  float* kp = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(pos) + Align64(kBq * 4));
+  float* vp = kp + Align64(kBk * hd * 4) / 4;
+  const bool pack = a.k_row_stride != a.head_dim || a.v_row_stride != a.head_dim;
 
   const int64_t nq = i1 - i0;
   const int64_t rows = (h1 - h0) * nq;  // lane l = hh * nq + ii
@@ -339,13 +345,24 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   for (int64_t t0 = lo; t0 < hi; t0 += static_cast<int64_t>(kBk)) {
     const int64_t t1 = t0 + static_cast<int64_t>(kBk) < hi ? t0 + static_cast<int64_t>(kBk) : hi;
     const size_t nk = static_cast<size_t>(t1 - t0);
+    const float* kt = kbase + t0 * a.k_row_stride;
+    const float* vt = vbase + t0 * a.v_row_stride;
+    int64_t ks = a.k_row_stride, vs = a.v_row_stride;
+    if (pack) {
+      for (size_t j = 0; j < nk; ++j) {
+        std::memcpy(kp + j * hd, kt + static_cast<int64_t>(j) * ks, hd * 4);
+        std::memcpy(vp + j * hd, vt + static_cast<int64_t>(j) * vs, hd * 4);
+      }
+      kt = kp;
+      vt = vp;
+      ks = vs = a.head_dim;
+    }
     // S^T = K Q^T for this tile.
     for (size_t jb = 0; jb < nk; jb += kMR) {
       const int mr = static_cast<int>(nk - jb < static_cast<size_t>(kMR) ? nk - jb : kMR);
-      const float* kr = kbase + (t0 + static_cast<int64_t>(jb)) * a.k_row_stride;
+      const float* kr = kt + static_cast<int64_t>(jb) * ks;
       float* sr = st + jb * kBq;
-      Dispatch2<kMR, kNV>(
-          mr, nv, [&]<int MR, int NV>() { QkBlock<MR, NV>(qt, kr, a.k_row_stride, hd, sr); });
+      Dispatch2<kMR, kNV>(mr, nv, [&]<int MR, int NV>() { QkBlock<MR, NV>(qt, kr, ks, hd, sr); });
     }
     // Masks: key padding rows, then positions where the tile is not entirely visible.
     const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
@@ -401,14 +418,12 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
       hn::Store(hn::MulAdd(hn::Load(d, lrow + l), al, hn::Add(sum0, sum1)), d, lrow + l);
     }
     // O^T = O^T * alpha + V^T P^T.
-    const float* vt = vbase + t0 * a.v_row_stride;
     for (size_t c0 = 0; c0 < hd; c0 += kMD) {
       const int md = static_cast<int>(hd - c0 < static_cast<size_t>(kMD) ? hd - c0 : kMD);
       float* oc = ot + c0 * kBq;
       const float* vc = vt + c0;
-      Dispatch2<kMD, kNV>(md, nv, [&]<int MD, int NV>() {
-        PvBlock<MD, NV>(oc, alpha, rescale, st, nk, vc, a.v_row_stride);
-      });
+      Dispatch2<kMD, kNV>(
+          md, nv, [&]<int MD, int NV>() { PvBlock<MD, NV>(oc, alpha, rescale, st, nk, vc, vs); });
     }
   }
 
