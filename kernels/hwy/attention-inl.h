@@ -33,7 +33,6 @@
 #include <limits>
 #include <utility>
 
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/kernels.h"
 
@@ -64,6 +63,31 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline size_t Align64(size_t bytes) {
   return (bytes + 63) & ~size_t{63};
+}
+
+// Scores are kept in log2 units (q pre-scaled by scale * log2(e)), so the softmax needs 2^t.
+constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^t for t <= 0, including t = -inf -> exactly 0 (masked keys). 2^f on [-1/2, 1/2] is a degree-6
+// least-squares fit (relative error 2.2e-9); below 2^-125 the result is flushed to 0.
+HWY_INLINE VF Exp2(DF d, VF t) {
+  t = hn::Max(t, hn::Set(d, -200.0f));
+  const VF n = hn::Round(t);
+  const VF f = hn::Sub(t, n);
+  VF p = hn::Set(d, 1.5370704816680934e-4f);
+  p = hn::MulAdd(p, f, hn::Set(d, 1.3399848290696256e-3f));
+  p = hn::MulAdd(p, f, hn::Set(d, 9.6183732513517746e-3f));
+  p = hn::MulAdd(p, f, hn::Set(d, 5.5503290351536305e-2f));
+  p = hn::MulAdd(p, f, hn::Set(d, 2.4022648462281301e-1f));
+  p = hn::MulAdd(p, f, hn::Set(d, 6.9314720557710043e-1f));
+  p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
+#if HWY_TARGET == HWY_AVX3
+  return VF{_mm512_scalef_ps(p.raw, n.raw)};  // p * 2^n, underflowing to 0
+#else
+  const DI di;
+  const VF r = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::ConvertTo(di, n))));
+  return hn::IfThenZeroElse(hn::Lt(n, hn::Set(d, -125.0f)), r);
+#endif
 }
 
 // Per-slot scratch: the larger of the two layouts.
@@ -313,6 +337,7 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   const int nv = static_cast<int>((static_cast<size_t>(rows) + kN - 1) / kN);
   const size_t lanes = static_cast<size_t>(nv) * kN;
   const int64_t past = a.kv_len - a.q_len;
+  const float qscale = a.scale * kLog2e;
 
   // Pack Q^T (scaled), positions; zero O^T, running max and sum.
   for (size_t l = 0; l < lanes; ++l) {
@@ -327,7 +352,7 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
     }
     const float* q =
         a.q + b * a.q_batch_stride + (i0 + ii) * a.q_row_stride + (h0 + hh) * a.head_dim;
-    for (size_t c = 0; c < hd; ++c) qt[c * kBq + l] = q[c] * a.scale;
+    for (size_t c = 0; c < hd; ++c) qt[c * kBq + l] = q[c] * qscale;
   }
   for (size_t c = 0; c < hd; ++c)
     for (size_t l = 0; l < lanes; l += kN) hn::Store(hn::Zero(d), d, ot + c * kBq + l);
@@ -396,22 +421,22 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
       const VF mold = hn::Load(d, mrow + l);
       const VF mnew = hn::Max(mold, mx);
       const VF msafe = hn::IfThenZeroElse(hn::Eq(mnew, ninf), mnew);
-      const VF al = hn::Exp(d, hn::Sub(mold, msafe));
+      const VF al = Exp2(d, hn::Sub(mold, msafe));
       rescale = rescale || !hn::AllTrue(d, hn::Eq(mold, mnew));
       hn::Store(al, d, alpha + l);
       hn::Store(mnew, d, mrow + l);
       VF sum0 = hn::Zero(d), sum1 = hn::Zero(d);
       size_t j = 0;
       for (; j + 2 <= nk; j += 2) {
-        const VF p0 = hn::Exp(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
-        const VF p1 = hn::Exp(d, hn::Sub(hn::Load(d, st + (j + 1) * kBq + l), msafe));
+        const VF p0 = Exp2(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
+        const VF p1 = Exp2(d, hn::Sub(hn::Load(d, st + (j + 1) * kBq + l), msafe));
         hn::Store(p0, d, st + j * kBq + l);
         hn::Store(p1, d, st + (j + 1) * kBq + l);
         sum0 = hn::Add(sum0, p0);
         sum1 = hn::Add(sum1, p1);
       }
       if (j < nk) {
-        const VF p0 = hn::Exp(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
+        const VF p0 = Exp2(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
         hn::Store(p0, d, st + j * kBq + l);
         sum0 = hn::Add(sum0, p0);
       }
@@ -456,7 +481,7 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0,
   for (size_t r = 0; r < R; ++r) {
     const int64_t hh = static_cast<int64_t>(r) / a.q_len, ii = static_cast<int64_t>(r) % a.q_len;
     const float* q = a.q + b * a.q_batch_stride + ii * a.q_row_stride + (h0 + hh) * a.head_dim;
-    const VF sc = hn::Set(d, a.scale);
+    const VF sc = hn::Set(d, a.scale * kLog2e);
     for (size_t c = 0; c < hd; c += kN) {
       hn::Store(hn::Mul(hn::LoadU(d, q + c), sc), d, qs + r * hd + c);
       hn::Store(hn::Zero(d), d, os + r * hd + c);
@@ -518,11 +543,11 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0,
       const float mnew_s = std::max(mrow[r], hn::GetLane(hn::MaxOfLanes(d, mx)));
       const float msafe_s = mnew_s == kNegInf ? 0.0f : mnew_s;
       const VF msafe = hn::Set(d, msafe_s);
-      alpha[r] = hn::GetLane(hn::Exp(d, hn::Set(d, mrow[r] - msafe_s)));
+      alpha[r] = hn::GetLane(Exp2(d, hn::Set(d, mrow[r] - msafe_s)));
       mrow[r] = mnew_s;
       VF sum = hn::Zero(d);
       for (size_t j = 0; j < nkp; j += kN) {
-        const VF p = hn::Exp(d, hn::Sub(hn::Load(d, sr + j), msafe));
+        const VF p = Exp2(d, hn::Sub(hn::Load(d, sr + j), msafe));
         hn::Store(p, d, sr + j);
         sum = hn::Add(sum, p);
       }
