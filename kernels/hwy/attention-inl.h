@@ -366,6 +366,19 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   const VF ninf = hn::Set(d, kNegInf);
   // Window bounds as int32 (positions and key indices fit; the window is clamped to kv_len).
   const int64_t w = a.window < a.kv_len ? a.window : a.kv_len;
+  // Position range of each query vector: in a partially masked tile, key blocks skip the vectors
+  // that cannot see them (the causal diagonal costs ~1/2 vector per key instead of ~kNV/2).
+  int64_t vmin[kNV], vmax[kNV];
+  for (int v = 0; v < nv; ++v) {
+    vmin[v] = INT64_MAX;
+    vmax[v] = INT64_MIN;
+    for (size_t l = static_cast<size_t>(v) * kN; l < static_cast<size_t>(v + 1) * kN; ++l) {
+      vmin[v] = std::min<int64_t>(vmin[v], pos[l]);
+      vmax[v] = std::max<int64_t>(vmax[v], pos[l]);
+    }
+  }
+  constexpr size_t kBlocks = (kBk + kMR - 1) / kMR;
+  int blk_va[kBlocks], blk_vb[kBlocks];  // vectors [va, vb) computed for each key block
 
   for (int64_t t0 = lo; t0 < hi; t0 += static_cast<int64_t>(kBk)) {
     const int64_t t1 = t0 + static_cast<int64_t>(kBk) < hi ? t0 + static_cast<int64_t>(kBk) : hi;
@@ -382,15 +395,40 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
       vt = vp;
       ks = vs = a.head_dim;
     }
-    // S^T = K Q^T for this tile.
-    for (size_t jb = 0; jb < nk; jb += kMR) {
+    // S^T = K Q^T for this tile; in a partially masked tile only the vectors that can see each
+    // key block (the others get -inf).
+    const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
+    for (size_t jb = 0, bi = 0; jb < nk; jb += kMR, ++bi) {
       const int mr = static_cast<int>(nk - jb < static_cast<size_t>(kMR) ? nk - jb : kMR);
+      int va = 0, vb = nv;
+      if (need_pos) {
+        const int64_t ja = t0 + static_cast<int64_t>(jb), jz = ja + mr - 1;
+        va = nv;
+        vb = 0;
+        for (int v = 0; v < nv; ++v) {
+          const bool active = (!a.causal || vmax[v] >= ja) &&
+                              (a.window < 0 || (vmax[v] >= ja - w && vmin[v] <= jz + w));
+          if (active) {
+            va = std::min(va, v);
+            vb = v + 1;
+          }
+        }
+        for (int r = 0; r < mr; ++r)
+          for (int v = 0; v < nv; ++v)
+            if (v < va || v >= vb)
+              hn::Store(ninf, d,
+                        st + (jb + static_cast<size_t>(r)) * kBq + static_cast<size_t>(v) * kN);
+      }
+      blk_va[bi] = va;
+      blk_vb[bi] = vb;
+      if (va >= vb) continue;
       const float* kr = kt + static_cast<int64_t>(jb) * ks;
-      float* sr = st + jb * kBq;
-      Dispatch2<kMR, kNV>(mr, nv, [&]<int MR, int NV>() { QkBlock<MR, NV>(qt, kr, ks, hd, sr); });
+      float* sr = st + jb * kBq + static_cast<size_t>(va) * kN;
+      const float* qv = qt + static_cast<size_t>(va) * kN;
+      Dispatch2<kMR, kNV>(mr, vb - va,
+                          [&]<int MR, int NV>() { QkBlock<MR, NV>(qv, kr, ks, hd, sr); });
     }
     // Masks: key padding rows, then positions where the tile is not entirely visible.
-    const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
     if (kmask || need_pos) {
       for (size_t j = 0; j < nk; ++j) {
         const int64_t jj = t0 + static_cast<int64_t>(j);
@@ -443,12 +481,40 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
       hn::Store(hn::MulAdd(hn::Load(d, lrow + l), al, hn::Add(sum0, sum1)), d, lrow + l);
     }
     // O^T = O^T * alpha + V^T P^T.
-    for (size_t c0 = 0; c0 < hd; c0 += kMD) {
-      const int md = static_cast<int>(hd - c0 < static_cast<size_t>(kMD) ? hd - c0 : kMD);
-      float* oc = ot + c0 * kBq;
-      const float* vc = vt + c0;
-      Dispatch2<kMD, kNV>(
-          md, nv, [&]<int MD, int NV>() { PvBlock<MD, NV>(oc, alpha, rescale, st, nk, vc, vs); });
+    if (!need_pos) {
+      for (size_t c0 = 0; c0 < hd; c0 += kMD) {
+        const int md = static_cast<int>(hd - c0 < static_cast<size_t>(kMD) ? hd - c0 : kMD);
+        float* oc = ot + c0 * kBq;
+        const float* vc = vt + c0;
+        Dispatch2<kMD, kNV>(
+            md, nv, [&]<int MD, int NV>() { PvBlock<MD, NV>(oc, alpha, rescale, st, nk, vc, vs); });
+      }
+      continue;
+    }
+    // Partially masked tile: rescale once, then runs of key blocks with the same vector range.
+    if (rescale)
+      for (size_t c = 0; c < hd; ++c)
+        for (size_t l = 0; l < lanes; l += kN)
+          hn::Store(hn::Mul(hn::Load(d, ot + c * kBq + l), hn::Load(d, alpha + l)), d,
+                    ot + c * kBq + l);
+    const size_t nblk = (nk + kMR - 1) / kMR;
+    for (size_t b0 = 0; b0 < nblk;) {
+      size_t b1 = b0 + 1;
+      while (b1 < nblk && blk_va[b1] == blk_va[b0] && blk_vb[b1] == blk_vb[b0]) ++b1;
+      const int va = blk_va[b0], vb = blk_vb[b0];
+      const size_t j0 = b0 * kMR, j1 = std::min(nk, b1 * kMR);
+      b0 = b1;
+      if (va >= vb) continue;
+      const size_t voff = static_cast<size_t>(va) * kN;
+      for (size_t c0 = 0; c0 < hd; c0 += kMD) {
+        const int md = static_cast<int>(hd - c0 < static_cast<size_t>(kMD) ? hd - c0 : kMD);
+        float* oc = ot + c0 * kBq + voff;
+        const float* vc = vt + static_cast<int64_t>(j0) * vs + static_cast<int64_t>(c0);
+        const float* pc = st + j0 * kBq + voff;
+        Dispatch2<kMD, kNV>(md, vb - va, [&]<int MD, int NV>() {
+          PvBlock<MD, NV>(oc, alpha + voff, false, pc, j1 - j0, vc, vs);
+        });
+      }
     }
   }
 
