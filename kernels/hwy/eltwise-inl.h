@@ -104,19 +104,64 @@ HWY_INLINE void SquareExact(DF d, VF x, VF& hi, VF& lo) {
 #endif
 }
 
+// e^x for x <= 0 (x = -inf -> 0; subnormal results kept), within ~2 ulps: n = round(x /
+// ln 2), r = x - n ln 2 in two FMA steps (exact), e^r = 2^(r / ln 2) by a degree-6 least-squares
+// fit of 2^f on [-1/2, 1/2] (relative error 2.2e-9), scaled by 2^n.
+HWY_INLINE VF ExpNeg(DF d, VF x) {
+  x = hn::Max(x, hn::Set(d, -104.0f));
+  const VF n = hn::Round(hn::Mul(x, hn::Set(d, 1.4426950408889634f)));
+  VF r = hn::NegMulAdd(n, hn::Set(d, 0.693145751953125f), x);  // ln 2 high part (exact n * hi)
+  r = hn::NegMulAdd(n, hn::Set(d, 1.428606765330187e-6f), r);  // ln 2 - high part
+  const VF f = hn::Mul(r, hn::Set(d, 1.4426950408889634f));
+  VF p = hn::Set(d, 1.5370704816680934e-4f);
+  p = hn::MulAdd(p, f, hn::Set(d, 1.3399848290696256e-3f));
+  p = hn::MulAdd(p, f, hn::Set(d, 9.6183732513517746e-3f));
+  p = hn::MulAdd(p, f, hn::Set(d, 5.5503290351536305e-2f));
+  p = hn::MulAdd(p, f, hn::Set(d, 2.4022648462281301e-1f));
+  p = hn::MulAdd(p, f, hn::Set(d, 6.9314720557710043e-1f));
+  p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
+#if HWY_TARGET == HWY_AVX3
+  return VF{_mm512_scalef_ps(p.raw, n.raw)};
+#else
+  // p * 2^n1 * 2^n2 with n1 + n2 = n, both normal exponents, so subnormal results round once.
+  const hn::RebindToSigned<DF> di;
+  const auto ni = hn::ConvertTo(di, n);
+  const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic: floor(n / 2)
+  const auto bias = hn::Set(di, 127);
+  const VF s1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n1, bias)));
+  const VF s2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::Sub(ni, n1), bias)));
+  return hn::Mul(hn::Mul(p, s1), s2);
+#endif
+}
+
+// 1 / x for x >= 1 (the sigmoid / erfc denominators): hardware estimate + Newton steps.
+HWY_INLINE VF Recip(DF d, VF x) {
+  const VF one = hn::Set(d, 1.0f);
+#if HWY_TARGET == HWY_SCALAR
+  return hn::Div(one, x);
+#else
+  VF y = hn::ApproximateReciprocal(x);
+  y = hn::MulAdd(y, hn::NegMulAdd(x, y, one), y);
+#if HWY_TARGET != HWY_AVX3  // 12-bit estimate: a second step
+  y = hn::MulAdd(y, hn::NegMulAdd(x, y, one), y);
+#endif
+  return y;
+#endif
+}
+
 // x * sigmoid(z), computed with exp(-|z|) so nothing overflows.
 HWY_INLINE VF MulSigmoid(DF d, VF x, VF z) {
   const VF one = hn::Set(d, 1.0f);
-  const VF e = hn::Exp(d, hn::Neg(hn::Abs(z)));
+  const VF e = ExpNeg(d, hn::Neg(hn::Abs(z)));
   const VF num = hn::IfThenElse(hn::Ge(z, hn::Zero(d)), one, e);
-  return hn::Div(hn::Mul(x, num), hn::Add(one, e));
+  return hn::Mul(hn::Mul(x, num), Recip(d, hn::Add(one, e)));
 }
 
 // GELU with the exact erf: 0.5 x (1 + erf(x / sqrt 2)) = x - g (x >= 0) or g (x < 0), where
 // g = 0.5 x erfc(|x| / sqrt 2).
 HWY_INLINE VF GeluErf(DF d, VF x) {
   const VF a = hn::Mul(hn::Abs(x), hn::Set(d, 0.70710678118654752f));
-  const VF t = hn::Div(hn::Set(d, 1.0f), hn::MulAdd(a, hn::Set(d, 0.5f), hn::Set(d, 1.0f)));
+  const VF t = Recip(d, hn::MulAdd(a, hn::Set(d, 0.5f), hn::Set(d, 1.0f)));
   // u maps t in [1 / 6.25, 1] (a in [0, 10.5]) to [-1, 1].
   const VF u = hn::MulAdd(t, hn::Set(d, 2.3809523809523810f), hn::Set(d, -1.3809523809523810f));
   VF p = hn::Set(d, -2.4017718940657791e-5f);
@@ -140,7 +185,7 @@ HWY_INLINE VF GeluErf(DF d, VF x) {
   const VF s = hn::Add(p, nhi);
   const VF bb = hn::Sub(s, p);
   const VF r = hn::Add(hn::Sub(p, hn::Sub(s, bb)), hn::Sub(nhi, bb));
-  const VF e = hn::Exp(d, s);
+  const VF e = ExpNeg(d, s);
   const VF erfc = hn::Mul(t, hn::MulAdd(e, hn::Sub(r, lo), e));
   VF g = hn::Mul(hn::Mul(half, x), erfc);
   g = hn::IfThenZeroElse(hn::Gt(a, hn::Set(d, 10.5f)), g);
@@ -633,14 +678,14 @@ void Softmax(const float* x, float* y, int64_t rows, int64_t dim, const ThreadPo
       VF s0 = hn::Zero(d);
       i = 0;
       for (; i + N <= ud; i += N) {
-        const VF e = hn::Exp(d, hn::Sub(hn::LoadU(d, xr + i), mv));
+        const VF e = elt::ExpNeg(d, hn::Sub(hn::LoadU(d, xr + i), mv));
         s0 = hn::Add(s0, e);
         hn::StoreU(e, d, yr + i);
       }
       if (i < ud) {
         const size_t k = ud - i;
         const VF e = hn::IfThenElseZero(hn::FirstN(d, k),
-                                        hn::Exp(d, hn::Sub(elt::LoadTail(d, xr + i, k), mv)));
+                                        elt::ExpNeg(d, hn::Sub(elt::LoadTail(d, xr + i, k), mv)));
         s0 = hn::Add(s0, e);
         elt::StoreTail(e, d, yr + i, k);
       }
