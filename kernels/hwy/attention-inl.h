@@ -33,6 +33,7 @@
 #include <limits>
 #include <utility>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/kernels.h"
 
@@ -59,6 +60,7 @@ constexpr size_t kBq = kNV * kN;                   // query rows (lanes) per pre
 constexpr size_t kBk = 64;                         // keys per prefill tile
 constexpr size_t kBkDec = 128;                     // keys per decode tile
 constexpr size_t kDecRows = kN >= 4 ? kN / 2 : 0;  // decode layout when rows per group <= this
+constexpr size_t kPrefetchRows = 16;               // decode: K / V rows prefetched ahead
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline size_t Align64(size_t bytes) {
@@ -241,6 +243,9 @@ HWY_NOINLINE void DecPv(float* HWY_RESTRICT o, size_t hd, const float* HWY_RESTR
   for (size_t j = 0; j < nk; ++j) {
     VF vv[DC];
     const float* vj = v + static_cast<int64_t>(j) * vs;
+    if (j + kPrefetchRows < nk)
+      for (int c = 0; c < DC * static_cast<int>(kN); c += 16)
+        hwy::Prefetch(vj + static_cast<int64_t>(kPrefetchRows) * vs + c);
     for (int c = 0; c < DC; ++c) vv[c] = hn::LoadU(d, vj + c * kN);
     for (int r = 0; r < NR; ++r) {
       const VF pb = hn::Set(d, p[r * kBkDec + j]);
@@ -576,6 +581,10 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0,
       size_t j = 0;
       for (; j + 4 <= nk; j += 4) {
         const float* kj = kt + static_cast<int64_t>(j) * a.k_row_stride;
+        if (rb == 0 && j + kPrefetchRows + 4 <= nk)  // strided rows: help the prefetcher
+          for (int64_t r = 0; r < 4; ++r)
+            for (size_t c = 0; c < hd; c += 16)
+              hwy::Prefetch(kj + (kPrefetchRows + r) * a.k_row_stride + static_cast<int64_t>(c));
         float* sj = ss + rb * kBkDec + j;
         const float* qr = qs + rb * hd;
         Dispatch2<4, 1>(nr, 1,

@@ -7,7 +7,7 @@
 //    rounded f32 values except at rare double-rounding ties); the rotation uses the reference's
 //    separate products (no FMA), so results are normally bit-exact.
 //  - GELU (erf): erfc(a) = t * exp(P(u) - a^2), t = 1 / (1 + a/2), P a degree-10 least-squares
-//    fit (relative error 8e-9 on [0, 10.5]; kernels/hwy/eltwise_erfc_fit.py), a^2 split exactly;
+//    fit (relative error 8e-9 on [0, 10.5]; kernels/hwy/fit_coefficients.py), a^2 split exactly;
 //    erf's absolute error stays below ~2e-7.
 //  - GELU (tanh), SiLU: x * sigmoid(z) with exp of -|z| (never overflows).
 //  - argmax / topk: exact, including ties (lowest index first).
