@@ -2,23 +2,30 @@
 // kernels/ref/attention.cpp and AttentionArgs in kernels/kernels.h.
 //
 // Flash-attention style: keys are visited in tiles with an online softmax (running max m, sum l,
-// output rescaled by exp(m_old - m_new)); only one tile of scores lives in scratch. Tiles the mask
-// hides entirely (causal future, outside the sliding window) are never computed; tiles that are
-// entirely visible skip the per-element mask.
+// output rescaled by 2^(m_old - m_new)); only one tile of scores lives in scratch. Scores are kept
+// in log2 units (q is pre-scaled by scale * log2 e) so the softmax is a 2^x (Exp2 below). Tiles the
+// mask hides entirely (causal future, outside the sliding window) are never computed; tiles that
+// are entirely visible skip the per-element mask; in the others each key block only computes the
+// query vectors that can see it.
 //
 // Two layouts, chosen per call:
 //  - Prefill ("queries in lanes"): an item is up to kBq query rows of one kv group (rows = heads of
-//    the group x queries, so each K/V element loaded serves every head of the group). Q^T (scaled)
-//    is packed once per item as [head_dim][kBq]; scores S^T [key][kBq] come from register-blocked
-//    FMAs with K broadcast straight from the cache rows; the softmax is vertical (no horizontal
-//    reductions); O^T [head_dim][kBq] accumulates P^T x V with V broadcast from the cache. Any
-//    head_dim works (no vectors along head_dim).
+//    the group x queries, so with q_len < kBq each K/V element loaded serves every head of the
+//    group). Q^T (scaled) is packed once per item as [head_dim][kBq]; scores S^T [key][kBq] come
+//    from register-blocked FMAs with K broadcast from the tile; the softmax is vertical (no
+//    horizontal reductions); O^T [head_dim][kBq] accumulates P^T x V with V broadcast. Strided
+//    K / V tiles are first copied to contiguous rows. Any head_dim works (no vectors along it).
 //  - Decode ("head_dim in lanes"), when a group has few rows (q_len x heads <= kDecRows) and
 //    head_dim is a multiple of the vector length: rows are dotted with 4 keys at a time and reduced
 //    with one transpose-add tree; P x V broadcasts each probability over the V row. K and V are
-//    read once per group (GQA reuse).
+//    read once per group (GQA reuse), with software prefetch of the strided cache rows.
 // Work items (batch, kv group, head block, query block) are handed out dynamically to n_threads
 // scratch slots through parallel_for (causal: the most expensive query blocks first).
+//
+// Difference from the reference: K / V rows inside a partially masked tile are multiplied by a zero
+// weight rather than skipped, so a NaN / inf stored in a hidden row of [0, kv_len) (causal future,
+// key_mask = 0) propagates to the queries that share its tile; the reference never reads it. Rows
+// outside the visible key range, and rows at or beyond kv_len, are never read.
 
 #if defined(LAYA_KERNELS_HWY_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAYA_KERNELS_HWY_ATTENTION_INL_H_
@@ -71,7 +78,8 @@ inline size_t Align64(size_t bytes) {
 constexpr float kLog2e = 1.4426950408889634f;
 
 // 2^t for t <= 0, including t = -inf -> exactly 0 (masked keys). 2^f on [-1/2, 1/2] is a degree-6
-// least-squares fit (relative error 2.2e-9); below 2^-125 the result is flushed to 0.
+// least-squares fit (relative error 2.2e-9, kernels/hwy/fit_coefficients.py); results below
+// 2^-125 flush to 0 (negligible softmax weights).
 HWY_INLINE VF Exp2(DF d, VF t) {
   t = hn::Max(t, hn::Set(d, -200.0f));
   const VF n = hn::Round(t);

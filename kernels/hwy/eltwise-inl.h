@@ -106,7 +106,8 @@ HWY_INLINE void SquareExact(DF d, VF x, VF& hi, VF& lo) {
 
 // e^x for x <= 0 (x = -inf -> 0; subnormal results kept), within ~2 ulps: n = round(x /
 // ln 2), r = x - n ln 2 in two FMA steps (exact), e^r = 2^(r / ln 2) by a degree-6 least-squares
-// fit of 2^f on [-1/2, 1/2] (relative error 2.2e-9), scaled by 2^n.
+// fit of 2^f on [-1/2, 1/2] (relative error 2.2e-9, kernels/hwy/fit_coefficients.py), scaled by
+// 2^n.
 HWY_INLINE VF ExpNeg(DF d, VF x) {
   x = hn::Max(x, hn::Set(d, -104.0f));
   const VF n = hn::Round(hn::Mul(x, hn::Set(d, 1.4426950408889634f)));
