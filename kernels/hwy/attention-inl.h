@@ -13,8 +13,9 @@
 //    the group x queries, so with q_len < kBq each K/V element loaded serves every head of the
 //    group). Q^T (scaled) is packed once per item as [head_dim][kBq]; scores S^T [key][kBq] come
 //    from register-blocked FMAs with K broadcast from the tile; the softmax is vertical (no
-//    horizontal reductions); O^T [head_dim][kBq] accumulates P^T x V with V broadcast. Strided
-//    K / V tiles are first copied to contiguous rows. Any head_dim works (no vectors along it).
+//    horizontal reductions); O^T [head_dim][kBq] accumulates P^T x V with V broadcast from the
+//    cache rows (copying strided tiles to contiguous rows measured slower). Any head_dim works
+//    (no vectors along it).
 //  - Decode ("head_dim in lanes"), when a group has few rows (q_len x heads <= kDecRows) and
 //    head_dim is a multiple of the vector length: rows are dotted with 4 keys at a time and reduced
 //    with one transpose-add tree; P x V broadcasts each probability over the V row. K and V are
@@ -102,8 +103,7 @@ HWY_INLINE VF Exp2(DF d, VF t) {
 
 // Per-slot scratch: the larger of the two layouts.
 inline size_t PrefillSlotBytes(size_t hd) {
-  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 4 * Align64(kBq * 4) +
-         2 * Align64(kBk * hd * 4);
+  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 4 * Align64(kBq * 4);
 }
 inline size_t DecodeSlotBytes(size_t hd) {
   return kDecRows == 0 ? 0
@@ -339,11 +339,6 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   float* lrow = mrow + Align64(kBq * 4) / 4;
   float* alpha = lrow + Align64(kBq * 4) / 4;
   int32_t* pos = reinterpret_cast<int32_t*>(alpha + Align64(kBq * 4) / 4);
-  // K / V tiles copied to contiguous rows: cache rows of many heads are strided by a multiple of
-  // the page / set size, which maps a tile onto a few L1 sets.
-  float* kp = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(pos) + Align64(kBq * 4));
-  float* vp = kp + Align64(kBk * hd * 4) / 4;
-  const bool pack = a.k_row_stride != a.head_dim || a.v_row_stride != a.head_dim;
 
   const int64_t nq = i1 - i0;
   const int64_t rows = (h1 - h0) * nq;  // lane l = hh * nq + ii
@@ -352,7 +347,13 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   const int64_t past = a.kv_len - a.q_len;
   const float qscale = a.scale * kLog2e;
 
-  // Pack Q^T (scaled), positions; zero O^T, running max and sum.
+  // Pack Q^T (scaled), positions; zero O^T, running max and sum. The q rows (far apart with many
+  // heads, usually not cached) are all requested first so their misses overlap.
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* q =
+        a.q + b * a.q_batch_stride + (i0 + r % nq) * a.q_row_stride + (h0 + r / nq) * a.head_dim;
+    for (size_t c = 0; c < hd; c += 16) hwy::Prefetch(q + c);
+  }
   for (size_t l = 0; l < lanes; ++l) {
     const int64_t r = static_cast<int64_t>(l) < rows ? static_cast<int64_t>(l) : rows - 1;
     const int64_t hh = r / nq, ii = r % nq;
@@ -370,6 +371,13 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   for (size_t c = 0; c < hd; ++c)
     for (size_t l = 0; l < lanes; l += kN) hn::Store(hn::Zero(d), d, ot + c * kBq + l);
 
+  // The output rows are written at the end: fetch them for writing now (with many heads they are
+  // far apart and not in cache).
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* out = a.out + b * a.out_batch_stride + (i0 + r % nq) * a.out_row_stride +
+                       (h0 + r / nq) * a.head_dim;
+    for (size_t c = 0; c < hd; c += 16) __builtin_prefetch(out + c, 1);
+  }
   const int64_t pmin = past + i0, pmax = past + i1 - 1;
   int64_t lo, hi;
   KeyRange(a, pmin, pmax, lo, hi);
@@ -398,16 +406,7 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
     const size_t nk = static_cast<size_t>(t1 - t0);
     const float* kt = kbase + t0 * a.k_row_stride;
     const float* vt = vbase + t0 * a.v_row_stride;
-    int64_t ks = a.k_row_stride, vs = a.v_row_stride;
-    if (pack) {
-      for (size_t j = 0; j < nk; ++j) {
-        std::memcpy(kp + j * hd, kt + static_cast<int64_t>(j) * ks, hd * 4);
-        std::memcpy(vp + j * hd, vt + static_cast<int64_t>(j) * vs, hd * 4);
-      }
-      kt = kp;
-      vt = vp;
-      ks = vs = a.head_dim;
-    }
+    const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
     // S^T = K Q^T for this tile; in a partially masked tile only the vectors that can see each
     // key block (the others get -inf).
     const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
