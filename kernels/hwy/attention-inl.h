@@ -264,6 +264,38 @@ HWY_NOINLINE void DecPv(float* HWY_RESTRICT o, size_t hd, const float* HWY_RESTR
     for (int c = 0; c < DC; ++c) hn::Store(acc[r][c], d, o + r * hd + c * kN);
 }
 
+// ---- transposes (Q^T packing, output) --------------------------------------------------------
+
+#if HWY_TARGET == HWY_AVX3
+// In-register transpose of 16 rows of 16 floats.
+HWY_INLINE void Transpose16(__m512 r[16]) {
+  __m512 a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a0 = _mm512_castps_pd(a[4 * i]), a1 = _mm512_castps_pd(a[4 * i + 1]);
+    const __m512d a2 = _mm512_castps_pd(a[4 * i + 2]), a3 = _mm512_castps_pd(a[4 * i + 3]);
+    b[4 * i + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+    b[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+    b[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+    b[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+  }
+  // b[4 * g + k]: columns k, k + 4, k + 8, k + 12 (one per 128-bit block) of rows 4g .. 4g + 3.
+  for (int k = 0; k < 4; ++k) {
+    const __m512 c0 = _mm512_shuffle_f32x4(b[k], b[4 + k], 0x88);
+    const __m512 c1 = _mm512_shuffle_f32x4(b[k], b[4 + k], 0xdd);
+    const __m512 c2 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], 0x88);
+    const __m512 c3 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], 0xdd);
+    r[k] = _mm512_shuffle_f32x4(c0, c2, 0x88);
+    r[k + 8] = _mm512_shuffle_f32x4(c0, c2, 0xdd);
+    r[k + 4] = _mm512_shuffle_f32x4(c1, c3, 0x88);
+    r[k + 12] = _mm512_shuffle_f32x4(c1, c3, 0xdd);
+  }
+}
+#endif
+
 // ---- planning -------------------------------------------------------------------------------
 
 struct Plan {
@@ -356,16 +388,38 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   }
   for (size_t l = 0; l < lanes; ++l) {
     const int64_t r = static_cast<int64_t>(l) < rows ? static_cast<int64_t>(l) : rows - 1;
-    const int64_t hh = r / nq, ii = r % nq;
-    pos[l] = static_cast<int32_t>(past + i0 + ii);
+    pos[l] = static_cast<int32_t>(past + i0 + r % nq);
     mrow[l] = kNegInf;
     lrow[l] = 0.0f;
+  }
+  size_t l_done = 0;  // lanes packed by 16 x 16 transposes
+#if HWY_TARGET == HWY_AVX3
+  if (hd % 16 == 0) {
+    const __m512 sc = _mm512_set1_ps(qscale);
+    for (; l_done + 16 <= static_cast<size_t>(rows); l_done += 16) {
+      const float* qr[16];
+      for (int k = 0; k < 16; ++k) {
+        const int64_t r = static_cast<int64_t>(l_done) + k;
+        qr[k] = a.q + b * a.q_batch_stride + (i0 + r % nq) * a.q_row_stride +
+                (h0 + r / nq) * a.head_dim;
+      }
+      for (size_t c0 = 0; c0 < hd; c0 += 16) {
+        __m512 t[16];
+        for (int k = 0; k < 16; ++k) t[k] = _mm512_mul_ps(_mm512_loadu_ps(qr[k] + c0), sc);
+        Transpose16(t);
+        for (int k = 0; k < 16; ++k) _mm512_store_ps(qt + (c0 + k) * kBq + l_done, t[k]);
+      }
+    }
+  }
+#endif
+  for (size_t l = l_done; l < lanes; ++l) {
     if (static_cast<int64_t>(l) >= rows) {
       for (size_t c = 0; c < hd; ++c) qt[c * kBq + l] = 0.0f;
       continue;
     }
+    const int64_t r = static_cast<int64_t>(l);
     const float* q =
-        a.q + b * a.q_batch_stride + (i0 + ii) * a.q_row_stride + (h0 + hh) * a.head_dim;
+        a.q + b * a.q_batch_stride + (i0 + r % nq) * a.q_row_stride + (h0 + r / nq) * a.head_dim;
     for (size_t c = 0; c < hd; ++c) qt[c * kBq + l] = q[c] * qscale;
   }
   for (size_t c = 0; c < hd; ++c)
@@ -531,11 +585,32 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   }
 
   // out = O / l (rows without a visible key: l == 0 -> zeros).
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t hh = r / nq, ii = r % nq;
-    float* out =
-        a.out + b * a.out_batch_stride + (i0 + ii) * a.out_row_stride + (h0 + hh) * a.head_dim;
-    const float inv = lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f;
+  for (size_t l = 0; l < lanes; ++l) lrow[l] = lrow[l] > 0.0f ? 1.0f / lrow[l] : 0.0f;
+  int64_t r_done = 0;  // rows written by 16 x 16 transposes
+#if HWY_TARGET == HWY_AVX3
+  if (hd % 16 == 0) {
+    for (; r_done + 16 <= rows; r_done += 16) {
+      float* orow[16];
+      for (int k = 0; k < 16; ++k) {
+        const int64_t r = r_done + k;
+        orow[k] = a.out + b * a.out_batch_stride + (i0 + r % nq) * a.out_row_stride +
+                  (h0 + r / nq) * a.head_dim;
+      }
+      const __m512 inv = _mm512_load_ps(lrow + r_done);
+      for (size_t c0 = 0; c0 < hd; c0 += 16) {
+        __m512 t[16];
+        for (int k = 0; k < 16; ++k)
+          t[k] = _mm512_mul_ps(_mm512_load_ps(ot + (c0 + k) * kBq + r_done), inv);
+        Transpose16(t);
+        for (int k = 0; k < 16; ++k) _mm512_storeu_ps(orow[k] + c0, t[k]);
+      }
+    }
+  }
+#endif
+  for (int64_t r = r_done; r < rows; ++r) {
+    float* out = a.out + b * a.out_batch_stride + (i0 + r % nq) * a.out_row_stride +
+                 (h0 + r / nq) * a.head_dim;
+    const float inv = lrow[r];
     for (size_t c = 0; c < hd; ++c) out[c] = ot[c * kBq + static_cast<size_t>(r)] * inv;
   }
 }
