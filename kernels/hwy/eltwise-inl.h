@@ -75,16 +75,19 @@ HWY_INLINE float ReduceSum(DF d, VF v) {
 // A product the compiler may not fuse into a following add (GCC contracts a * b - c into an FMA
 // in FMA-enabled targets, even through vector intrinsics); used where the reference's separate
 // roundings must be reproduced.
+// (x86 register constraints; elsewhere a contracted product stays within the rope test's bound.)
 HWY_INLINE VF Product(VF a, VF b) {
   VF p = hn::Mul(a, b);
-#if HWY_TARGET != HWY_SCALAR
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR
   asm("" : "+v"(p.raw));
 #endif
   return p;
 }
 HWY_INLINE float Product(float a, float b) {
   float p = a * b;
+#if HWY_ARCH_X86
   asm("" : "+x"(p));
+#endif
   return p;
 }
 
