@@ -753,26 +753,43 @@ int64_t Argmax(const float* x, int64_t n) {
   for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
     const int64_t len = n - b0 < kBlock ? n - b0 : kBlock;
     const float* xb = x + b0;
-    VF m = hn::Set(d, best_v);
-    VI mi = hn::Set(di, -1);  // -1: the block's incoming best
+    // Four independent (max, index) accumulators over interleaved vectors (no serial chain).
+    VF m[4];
+    VI mi[4];
+    for (int k = 0; k < 4; ++k) {
+      m[k] = hn::Set(d, best_v);
+      mi[k] = hn::Set(di, -1);  // -1: the block's incoming best
+    }
     VI idx = hn::Iota(di, 0);
     const VI step = hn::Set(di, static_cast<int32_t>(N));
+    const int64_t sN = static_cast<int64_t>(N);
     int64_t i = 0;
-    for (; i + static_cast<int64_t>(N) <= len; i += static_cast<int64_t>(N)) {
+    for (; i + 4 * sN <= len; i += 4 * sN) {
+      for (int k = 0; k < 4; ++k) {
+        const VF v = hn::LoadU(d, xb + i + k * sN);
+        const auto gt = hn::Gt(v, m[k]);
+        m[k] = hn::IfThenElse(gt, v, m[k]);
+        mi[k] = hn::IfThenElse(hn::RebindMask(di, gt), idx, mi[k]);
+        idx = hn::Add(idx, step);
+      }
+    }
+    for (; i + sN <= len; i += sN) {
       const VF v = hn::LoadU(d, xb + i);
-      const auto gt = hn::Gt(v, m);
-      m = hn::IfThenElse(gt, v, m);
-      mi = hn::IfThenElse(hn::RebindMask(di, gt), idx, mi);
+      const auto gt = hn::Gt(v, m[0]);
+      m[0] = hn::IfThenElse(gt, v, m[0]);
+      mi[0] = hn::IfThenElse(hn::RebindMask(di, gt), idx, mi[0]);
       idx = hn::Add(idx, step);
     }
-    HWY_ALIGN float mv[elt::kMaxN];
-    HWY_ALIGN int32_t miv[elt::kMaxN];
-    hn::Store(m, d, mv);
-    hn::Store(mi, di, miv);
-    // Combine lanes: larger value wins; equal values: lower index (-1 = earlier block) wins.
+    HWY_ALIGN float mv[4 * elt::kMaxN];
+    HWY_ALIGN int32_t miv[4 * elt::kMaxN];
+    for (int k = 0; k < 4; ++k) {
+      hn::Store(m[k], d, mv + k * N);
+      hn::Store(mi[k], di, miv + k * N);
+    }
+    // Combine: larger value wins; equal values: lower index (-1 = earlier block) wins.
     float bv = best_v;
     int64_t bi = best;
-    for (size_t l = 0; l < N; ++l) {
+    for (size_t l = 0; l < 4 * N; ++l) {
       if (miv[l] < 0) continue;
       const int64_t gi = b0 + miv[l];
       if (mv[l] > bv || (mv[l] == bv && gi < bi)) {
@@ -825,17 +842,24 @@ void Topk(const float* x, int64_t n, int32_t k, int32_t* idx, float* val) {
   int64_t i = k;
   // Later elements only enter when strictly greater than the root (ties keep the lower index).
   while (i < n) {
-    if (i + N <= n) {
-      if (hn::AllFalse(d, hn::Gt(hn::LoadU(d, x + i), hn::Set(d, val[0])))) {
-        i += N;
+    if (i + 4 * N <= n) {  // four vectors per test
+      const auto th = hn::Set(d, val[0]);
+      const auto any = hn::Or(
+          hn::Or(hn::Gt(hn::LoadU(d, x + i), th), hn::Gt(hn::LoadU(d, x + i + N), th)),
+          hn::Or(hn::Gt(hn::LoadU(d, x + i + 2 * N), th), hn::Gt(hn::LoadU(d, x + i + 3 * N), th)));
+      if (hn::AllFalse(d, any)) {
+        i += 4 * N;
         continue;
       }
-      for (int64_t e = i + N; i < e; ++i)
-        if (x[i] > val[0]) {
-          val[0] = x[i];
-          idx[0] = static_cast<int32_t>(i);
-          elt::SiftDown(idx, val, k, 0);
-        }
+      for (int q = 0; q < 4; ++q, i += N) {  // then vector by vector (the root may rise)
+        if (hn::AllFalse(d, hn::Gt(hn::LoadU(d, x + i), hn::Set(d, val[0])))) continue;
+        for (int64_t e = i + N, t = i; t < e; ++t)
+          if (x[t] > val[0]) {
+            val[0] = x[t];
+            idx[0] = static_cast<int32_t>(t);
+            elt::SiftDown(idx, val, k, 0);
+          }
+      }
       continue;
     }
     if (x[i] > val[0]) {
