@@ -159,8 +159,8 @@ void BM_embedding(benchmark::State& state) {
   for (int32_t& id : ids) id = static_cast<int32_t>(rng() % vocab);
   std::vector<float> out(static_cast<size_t>(n * dim));
   for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        table().embedding(type, tab.data(), nullptr, vocab, dim, ids.data(), n, out.data(), nullptr));
+    benchmark::DoNotOptimize(table().embedding(type, tab.data(), nullptr, vocab, dim, ids.data(), n,
+                                               out.data(), nullptr));
   }
   finish(state, static_cast<double>(n) * (row_bytes + 4.0 * static_cast<double>(dim)));
 }
