@@ -253,7 +253,7 @@ HWY_NOINLINE void DecPv(float* HWY_RESTRICT o, size_t hd, const float* HWY_RESTR
     const float* vj = v + static_cast<int64_t>(j) * vs;
     if (j + kPrefetchRows < nk)
       for (int c = 0; c < DC * static_cast<int>(kN); c += 16)
-        hwy::Prefetch(vj + static_cast<int64_t>(kPrefetchRows) * vs + c);
+        __builtin_prefetch(vj + static_cast<int64_t>(kPrefetchRows) * vs + c, 0, 2);
     for (int c = 0; c < DC; ++c) vv[c] = hn::LoadU(d, vj + c * kN);
     for (int r = 0; r < NR; ++r) {
       const VF pb = hn::Set(d, p[r * kBkDec + j]);
@@ -663,10 +663,16 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0,
       size_t j = 0;
       for (; j + 4 <= nk; j += 4) {
         const float* kj = kt + static_cast<int64_t>(j) * a.k_row_stride;
-        if (rb == 0 && j + kPrefetchRows + 4 <= nk)  // strided rows: help the prefetcher
-          for (int64_t r = 0; r < 4; ++r)
-            for (size_t c = 0; c < hd; c += 16)
-              hwy::Prefetch(kj + (kPrefetchRows + r) * a.k_row_stride + static_cast<int64_t>(c));
+        // Strided cache rows: request K kPrefetchRows ahead (into the next tile too) into L2.
+        if (rb == 0) {
+          const int64_t jg = t0 + static_cast<int64_t>(j);
+          for (int64_t r = 0; r < 4; ++r) {
+            const int64_t kr = jg + static_cast<int64_t>(kPrefetchRows) + r;
+            const float* kp = kbase + kr * a.k_row_stride;
+            if (kr < hi)
+              for (size_t c = 0; c < hd; c += 16) __builtin_prefetch(kp + c, 0, 2);
+          }
+        }
         float* sj = ss + rb * kBkDec + j;
         const float* qr = qs + rb * hd;
         Dispatch2<4, 1>(nr, 1,
