@@ -69,6 +69,9 @@ constexpr size_t kBk = 64;                         // keys per prefill tile
 constexpr size_t kBkDec = 128;                     // keys per decode tile
 constexpr size_t kDecRows = kN >= 4 ? kN / 2 : 0;  // decode layout when rows per group <= this
 constexpr size_t kPrefetchRows = 16;               // decode: K / V rows prefetched ahead
+constexpr int32_t kDecMaxGroups = 16;              // decode: kv groups per item (bounds scratch)
+constexpr size_t kDecMaxRows = kDecRows > 0 ? kDecMaxGroups* kDecRows : 1;
+constexpr size_t kPvKeys = 16;  // decode: keys per P x V pass over the item's groups
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline size_t Align64(size_t bytes) {
@@ -105,13 +108,19 @@ HWY_INLINE VF Exp2(DF d, VF t) {
 inline size_t PrefillSlotBytes(size_t hd) {
   return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 4 * Align64(kBq * 4);
 }
-inline size_t DecodeSlotBytes(size_t hd) {
-  return kDecRows == 0 ? 0
-                       : 2 * Align64(kDecRows * hd * 4) + Align64(kDecRows * kBkDec * 4) +
-                             3 * Align64(kDecRows * 4);
+// Rows of a decode item: up to kDecMaxGroups groups of at most kDecRows rows.
+inline size_t DecodeRowsMax(const AttentionArgs& a) {
+  const int64_t per = std::min<int64_t>(int64_t{a.n_heads / a.n_kv_heads} * a.q_len,
+                                        static_cast<int64_t>(kDecRows));
+  return static_cast<size_t>(std::min<int64_t>(a.n_kv_heads, kDecMaxGroups) * per);
 }
-inline size_t SlotBytes(size_t hd) {
-  const size_t p = PrefillSlotBytes(hd), q = DecodeSlotBytes(hd);
+inline size_t DecodeSlotBytes(const AttentionArgs& a) {
+  if (kDecRows == 0) return 0;
+  const size_t rows = DecodeRowsMax(a), hd = static_cast<size_t>(a.head_dim);
+  return 2 * Align64(rows * hd * 4) + Align64(rows * kBkDec * 4) + 3 * Align64(rows * 4);
+}
+inline size_t SlotBytes(const AttentionArgs& a) {
+  const size_t p = PrefillSlotBytes(static_cast<size_t>(a.head_dim)), q = DecodeSlotBytes(a);
   return p > q ? p : q;
 }
 
@@ -237,23 +246,22 @@ HWY_NOINLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const float* HWY
   }
 }
 
-// o_r[c] = o_r[c] * alpha[r] + sum_j p[r][j] * v_j[c] for NR rows and DC vectors of dims.
+// o_r[c] = o_r[c] (* alpha[r], nullable) + sum_j p[r][j] * v_j[c] for NR rows and DC vectors of
+// dims.
 template <int NR, int DC>
 HWY_NOINLINE void DecPv(float* HWY_RESTRICT o, size_t hd, const float* HWY_RESTRICT alpha,
                         const float* HWY_RESTRICT p, size_t nk, const float* HWY_RESTRICT v,
                         int64_t vs) {
   const DF d;
   VF acc[NR][DC];
-  for (int r = 0; r < NR; ++r) {
-    const VF al = hn::Set(d, alpha[r]);
-    for (int c = 0; c < DC; ++c) acc[r][c] = hn::Mul(hn::Load(d, o + r * hd + c * kN), al);
-  }
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < DC; ++c) {
+      acc[r][c] = hn::Load(d, o + r * hd + c * kN);
+      if (alpha != nullptr) acc[r][c] = hn::Mul(acc[r][c], hn::Set(d, alpha[r]));
+    }
   for (size_t j = 0; j < nk; ++j) {
     VF vv[DC];
     const float* vj = v + static_cast<int64_t>(j) * vs;
-    if (j + kPrefetchRows < nk)
-      for (int c = 0; c < DC * static_cast<int>(kN); c += 16)
-        __builtin_prefetch(vj + static_cast<int64_t>(kPrefetchRows) * vs + c, 0, 2);
     for (int c = 0; c < DC; ++c) vv[c] = hn::LoadU(d, vj + c * kN);
     for (int r = 0; r < NR; ++r) {
       const VF pb = hn::Set(d, p[r * kBkDec + j]);
@@ -305,10 +313,12 @@ struct Plan {
   int64_t qper = 1;            // queries per item
   int64_t n_hb = 1, n_qb = 1;  // head / query blocks per group
   bool decode = false;
+  int32_t gper = 1;  // decode: kv groups per item
+  int64_t n_gc = 1;  // decode: group chunks
   int64_t items = 0;
 };
 
-inline Plan MakePlan(const AttentionArgs& a, int32_t hb, int32_t he) {
+inline Plan MakePlan(const AttentionArgs& a, int32_t hb, int32_t he, int64_t slots) {
   Plan p;
   p.group = a.n_heads / a.n_kv_heads;
   p.g_begin = hb / p.group;
@@ -320,6 +330,14 @@ inline Plan MakePlan(const AttentionArgs& a, int32_t hb, int32_t he) {
     p.decode = true;
     p.hper = p.group;
     p.qper = a.q_len;
+    // Whole cache rows (all groups) per item read K / V sequentially; split the groups only as
+    // far as the threads need.
+    const int64_t chunks = std::max<int64_t>(1, (slots + a.batch - 1) / a.batch);
+    p.gper =
+        static_cast<int32_t>(std::min<int64_t>((p.n_groups + chunks - 1) / chunks, kDecMaxGroups));
+    p.n_gc = (p.n_groups + p.gper - 1) / p.gper;
+    p.items = a.batch * p.n_gc;
+    return p;
   } else {
     const int64_t by_q = static_cast<int64_t>(kBq) / a.q_len;
     p.hper = static_cast<int32_t>(by_q < 1 ? 1 : (by_q > hg ? hg : by_q));
@@ -617,74 +635,86 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
 
 // ---- decode item ----------------------------------------------------------------------------
 
-inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0, int32_t h1,
-                       uint8_t* slot) {
+inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t ga, int32_t gb, int32_t hb,
+                       int32_t he, uint8_t* slot) {
   const DF d;
   const size_t hd = static_cast<size_t>(a.head_dim);
-  const size_t R = static_cast<size_t>((h1 - h0) * a.q_len);  // row r: head h0 + r / q_len
+  const int32_t group = a.n_heads / a.n_kv_heads;
+  const size_t rows_max = DecodeRowsMax(a);
   float* qs = reinterpret_cast<float*>(slot);
-  float* os = reinterpret_cast<float*>(slot + Align64(kDecRows * hd * 4));
-  float* ss = reinterpret_cast<float*>(slot + 2 * Align64(kDecRows * hd * 4));
+  float* os = reinterpret_cast<float*>(slot + Align64(rows_max * hd * 4));
+  float* ss = reinterpret_cast<float*>(slot + 2 * Align64(rows_max * hd * 4));
   float* mrow =
-      reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(ss) + Align64(kDecRows * kBkDec * 4));
-  float* lrow = mrow + Align64(kDecRows * 4) / 4;
-  float* alpha = lrow + Align64(kDecRows * 4) / 4;
+      reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(ss) + Align64(rows_max * kBkDec * 4));
+  float* lrow = mrow + Align64(rows_max * 4) / 4;
+  float* alpha = lrow + Align64(rows_max * 4) / 4;
   const int64_t past = a.kv_len - a.q_len;
 
-  for (size_t r = 0; r < R; ++r) {
-    const int64_t hh = static_cast<int64_t>(r) / a.q_len, ii = static_cast<int64_t>(r) % a.q_len;
-    const float* q = a.q + b * a.q_batch_stride + ii * a.q_row_stride + (h0 + hh) * a.head_dim;
-    const VF sc = hn::Set(d, a.scale * kLog2e);
-    for (size_t c = 0; c < hd; c += kN) {
-      hn::Store(hn::Mul(hn::LoadU(d, q + c), sc), d, qs + r * hd + c);
-      hn::Store(hn::Zero(d), d, os + r * hd + c);
-    }
-    mrow[r] = kNegInf;
-    lrow[r] = 0.0f;
+  // Rows: group ga + gi owns rows [roff[gi], roff[gi + 1]); row r of it is head gh0[gi] + r /
+  // q_len, query r % q_len.
+  size_t roff[kDecMaxGroups + 1];
+  int32_t gh0[kDecMaxGroups];
+  const int ng = gb - ga;
+  roff[0] = 0;
+  for (int gi = 0; gi < ng; ++gi) {
+    const int32_t g = ga + gi;
+    gh0[gi] = std::max(hb, g * group);
+    const int32_t gh1 = std::min(he, (g + 1) * group);
+    roff[gi + 1] = roff[gi] + static_cast<size_t>((gh1 - gh0[gi]) * a.q_len);
   }
+  const size_t R = roff[ng];
+  int32_t qi[kDecMaxRows] = {};  // query index of each row
+  const VF sc = hn::Set(d, a.scale * kLog2e);
+  for (int gi = 0; gi < ng; ++gi)
+    for (size_t r = roff[gi]; r < roff[gi + 1]; ++r) {
+      const int64_t rl = static_cast<int64_t>(r - roff[gi]);
+      const int64_t h = gh0[gi] + rl / a.q_len, ii = rl % a.q_len;
+      qi[r] = static_cast<int32_t>(ii);
+      const float* q = a.q + b * a.q_batch_stride + ii * a.q_row_stride + h * a.head_dim;
+      for (size_t c = 0; c < hd; c += kN) {
+        hn::Store(hn::Mul(hn::LoadU(d, q + c), sc), d, qs + r * hd + c);
+        hn::Store(hn::Zero(d), d, os + r * hd + c);
+      }
+      mrow[r] = kNegInf;
+      lrow[r] = 0.0f;
+    }
 
   const int64_t pmin = past, pmax = a.kv_len - 1;
   int64_t lo, hi;
   KeyRange(a, pmin, pmax, lo, hi);
-  const float* kbase = a.k + b * a.k_batch_stride + static_cast<int64_t>(g) * a.head_dim;
-  const float* vbase = a.v + b * a.v_batch_stride + static_cast<int64_t>(g) * a.head_dim;
+  const float* kbase = a.k + b * a.k_batch_stride;
+  const float* vbase = a.v + b * a.v_batch_stride;
+  const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
+  const int64_t span0 = int64_t{ga} * a.head_dim, span1 = int64_t{gb} * a.head_dim;
   const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
   const VF ninf = hn::Set(d, kNegInf);
-  const int rows4 = 4;
 
   for (int64_t t0 = lo; t0 < hi; t0 += static_cast<int64_t>(kBkDec)) {
-    const int64_t t1 =
-        t0 + static_cast<int64_t>(kBkDec) < hi ? t0 + static_cast<int64_t>(kBkDec) : hi;
+    const int64_t t1 = std::min(t0 + static_cast<int64_t>(kBkDec), hi);
     const size_t nk = static_cast<size_t>(t1 - t0);
     const size_t nkp = (nk + kN - 1) / kN * kN;
-    const float* kt = kbase + t0 * a.k_row_stride;
-    for (size_t rb = 0; rb < R; rb += rows4) {
-      const int nr = static_cast<int>(R - rb < static_cast<size_t>(rows4) ? R - rb : rows4);
-      size_t j = 0;
-      for (; j + 4 <= nk; j += 4) {
-        const float* kj = kt + static_cast<int64_t>(j) * a.k_row_stride;
-        // Strided cache rows: request K kPrefetchRows ahead (into the next tile too) into L2.
-        if (rb == 0) {
-          const int64_t jg = t0 + static_cast<int64_t>(j);
-          for (int64_t r = 0; r < 4; ++r) {
-            const int64_t kr = jg + static_cast<int64_t>(kPrefetchRows) + r;
-            const float* kp = kbase + kr * a.k_row_stride;
-            if (kr < hi)
-              for (size_t c = 0; c < hd; c += 16) __builtin_prefetch(kp + c, 0, 2);
-          }
+    // Scores, 4 keys at a time across all groups (each key row is read front to back).
+    for (size_t j = 0; j < nk;) {
+      const size_t nj = nk - j >= 4 ? 4 : 1;
+      const int64_t jg = t0 + static_cast<int64_t>(j);
+      for (int64_t r = 0; r < static_cast<int64_t>(nj); ++r) {
+        const int64_t kr = jg + static_cast<int64_t>(kPrefetchRows) + r;
+        if (kr < hi)
+          for (int64_t c = span0; c < span1; c += 16) __builtin_prefetch(kbase + kr * ks + c, 0, 2);
+      }
+      for (int gi = 0; gi < ng; ++gi) {
+        const float* kj = kbase + jg * ks + int64_t{ga + gi} * a.head_dim;
+        for (size_t rb = roff[gi]; rb < roff[gi + 1]; rb += 4) {
+          const int nr = static_cast<int>(std::min<size_t>(4, roff[gi + 1] - rb));
+          const float* qr = qs + rb * hd;
+          float* sj = ss + rb * kBkDec + j;
+          if (nj == 4)
+            Dispatch2<4, 1>(nr, 1, [&]<int NR, int>() { DecQk<NR, 4>(qr, hd, kj, ks, sj); });
+          else
+            Dispatch2<4, 1>(nr, 1, [&]<int NR, int>() { DecQk<NR, 1>(qr, hd, kj, ks, sj); });
         }
-        float* sj = ss + rb * kBkDec + j;
-        const float* qr = qs + rb * hd;
-        Dispatch2<4, 1>(nr, 1,
-                        [&]<int NR, int>() { DecQk<NR, 4>(qr, hd, kj, a.k_row_stride, sj); });
       }
-      for (; j < nk; ++j) {
-        const float* kj = kt + static_cast<int64_t>(j) * a.k_row_stride;
-        float* sj = ss + rb * kBkDec + j;
-        const float* qr = qs + rb * hd;
-        Dispatch2<4, 1>(nr, 1,
-                        [&]<int NR, int>() { DecQk<NR, 1>(qr, hd, kj, a.k_row_stride, sj); });
-      }
+      j += nj;
     }
     for (size_t r = 0; r < R; ++r)
       for (size_t j = nk; j < nkp; ++j) ss[r * kBkDec + j] = kNegInf;
@@ -694,11 +724,10 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0,
         const int64_t jj = t0 + static_cast<int64_t>(j);
         const bool hidden = kmask && kmask[jj] == 0;
         for (size_t r = 0; r < R; ++r)
-          if (hidden || (need_pos && !Visible(a, past + static_cast<int64_t>(r) % a.q_len, jj)))
-            ss[r * kBkDec + j] = kNegInf;
+          if (hidden || (need_pos && !Visible(a, past + qi[r], jj))) ss[r * kBkDec + j] = kNegInf;
       }
     }
-    // Online softmax per row, keys in lanes.
+    // Online softmax per row, keys in lanes; then O *= alpha where the max moved.
     for (size_t r = 0; r < R; ++r) {
       float* sr = ss + r * kBkDec;
       VF mx = ninf;
@@ -707,6 +736,11 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0,
       const float msafe_s = mnew_s == kNegInf ? 0.0f : mnew_s;
       const VF msafe = hn::Set(d, msafe_s);
       alpha[r] = hn::GetLane(Exp2(d, hn::Set(d, mrow[r] - msafe_s)));
+      if (mnew_s != mrow[r]) {
+        const VF al = hn::Set(d, alpha[r]);
+        for (size_t c = 0; c < hd; c += kN)
+          hn::Store(hn::Mul(hn::Load(d, os + r * hd + c), al), d, os + r * hd + c);
+      }
       mrow[r] = mnew_s;
       VF sum = hn::Zero(d);
       for (size_t j = 0; j < nkp; j += kN) {
@@ -716,50 +750,60 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0,
       }
       lrow[r] = lrow[r] * alpha[r] + hn::GetLane(hn::SumOfLanes(d, sum));
     }
-    // O = O * alpha + P V.
-    const float* vt = vbase + t0 * a.v_row_stride;
-    for (size_t rb = 0; rb < R; rb += rows4) {
-      const int nr = static_cast<int>(R - rb < static_cast<size_t>(rows4) ? R - rb : rows4);
-      for (size_t c0 = 0; c0 < hd; c0 += kDecDC * kN) {
-        const int dc = static_cast<int>(
-            (hd - c0) / kN < static_cast<size_t>(kDecDC) ? (hd - c0) / kN : kDecDC);
-        float* oc = os + rb * hd + c0;
-        const float* pr = ss + rb * kBkDec;
-        const float* vc = vt + c0;
-        const float* al = alpha + rb;
-        Dispatch2<4, kDecDC>(nr, dc, [&]<int NR, int DC>() {
-          DecPv<NR, DC>(oc, hd, al, pr, nk, vc, a.v_row_stride);
-        });
+    // O += P V, kPvKeys keys at a time across all groups (V rows read front to back).
+    for (size_t j0 = 0; j0 < nk; j0 += kPvKeys) {
+      const size_t nkc = std::min(kPvKeys, nk - j0);
+      const int64_t jg = t0 + static_cast<int64_t>(j0);
+      for (int64_t r = 0; r < static_cast<int64_t>(kPvKeys); ++r) {
+        const int64_t vr = jg + static_cast<int64_t>(kPvKeys) + r;
+        if (vr < hi)
+          for (int64_t c = span0; c < span1; c += 16) __builtin_prefetch(vbase + vr * vs + c, 0, 2);
+      }
+      for (int gi = 0; gi < ng; ++gi) {
+        const float* vg = vbase + jg * vs + int64_t{ga + gi} * a.head_dim;
+        for (size_t rb = roff[gi]; rb < roff[gi + 1]; rb += 4) {
+          const int nr = static_cast<int>(std::min<size_t>(4, roff[gi + 1] - rb));
+          for (size_t c0 = 0; c0 < hd; c0 += kDecDC * kN) {
+            const int dc = static_cast<int>(std::min<size_t>(kDecDC, (hd - c0) / kN));
+            float* oc = os + rb * hd + c0;
+            const float* pr = ss + rb * kBkDec + j0;
+            const float* vc = vg + c0;
+            Dispatch2<4, kDecDC>(
+                nr, dc, [&]<int NR, int DC>() { DecPv<NR, DC>(oc, hd, nullptr, pr, nkc, vc, vs); });
+          }
+        }
       }
     }
   }
 
-  for (size_t r = 0; r < R; ++r) {
-    const int64_t hh = static_cast<int64_t>(r) / a.q_len, ii = static_cast<int64_t>(r) % a.q_len;
-    float* out = a.out + b * a.out_batch_stride + ii * a.out_row_stride + (h0 + hh) * a.head_dim;
-    const VF inv = hn::Set(d, lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
-    for (size_t c = 0; c < hd; c += kN)
-      hn::StoreU(hn::Mul(hn::Load(d, os + r * hd + c), inv), d, out + c);
-  }
+  for (int gi = 0; gi < ng; ++gi)
+    for (size_t r = roff[gi]; r < roff[gi + 1]; ++r) {
+      const int64_t rl = static_cast<int64_t>(r - roff[gi]);
+      const int64_t h = gh0[gi] + rl / a.q_len, ii = rl % a.q_len;
+      float* out = a.out + b * a.out_batch_stride + ii * a.out_row_stride + h * a.head_dim;
+      const VF inv = hn::Set(d, lrow[r] > 0.0f ? 1.0f / lrow[r] : 0.0f);
+      for (size_t c = 0; c < hd; c += kN)
+        hn::StoreU(hn::Mul(hn::Load(d, os + r * hd + c), inv), d, out + c);
+    }
 }
 
 }  // namespace attn
 
 uint64_t AttentionScratchBytes(const AttentionArgs& a, int n_threads) {
   const uint64_t slots = n_threads > 1 ? static_cast<uint64_t>(n_threads) : 1;
-  return slots * attn::SlotBytes(static_cast<size_t>(a.head_dim)) + 64;
+  return slots * attn::SlotBytes(a) + 64;
 }
 
 void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, void* scratch,
                const ThreadPool* pool) {
   if (head_begin >= head_end || a.q_len <= 0 || a.batch <= 0) return;
-  const attn::Plan p = attn::MakePlan(a, head_begin, head_end);
   int64_t slots =
       pool != nullptr && pool->run != nullptr && pool->n_threads > 1 ? pool->n_threads : 1;
+  const attn::Plan p = attn::MakePlan(a, head_begin, head_end, slots);
   if (slots > p.items) slots = p.items;
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
                                              ~static_cast<uintptr_t>(63));
-  const size_t slot_bytes = attn::SlotBytes(static_cast<size_t>(a.head_dim));
+  const size_t slot_bytes = attn::SlotBytes(a);
   std::atomic<int64_t> next{0};
   parallel_for(pool, slots, 1, [&](int64_t sb, int64_t se) {
     for (int64_t s = sb; s < se; ++s) {
@@ -767,6 +811,12 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
       for (;;) {
         int64_t w = next.fetch_add(1, std::memory_order_relaxed);
         if (w >= p.items) break;
+        if (p.decode) {  // w -> (b, chunk of kv groups)
+          const int32_t ga = p.g_begin + static_cast<int32_t>(w % p.n_gc) * p.gper;
+          const int32_t gb = std::min(ga + p.gper, p.g_begin + p.n_groups);
+          attn::DecodeItem(a, w / p.n_gc, ga, gb, head_begin, head_end, slot);
+          continue;
+        }
         // w -> (b, group, head block, query block); query blocks last-first (causal: costliest).
         const int64_t qb = p.n_qb - 1 - w % p.n_qb;
         w /= p.n_qb;
@@ -780,13 +830,9 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
         const int32_t h0 = gh0 + static_cast<int32_t>(hbk) * p.hper;
         const int32_t h1 = std::min(gh1, h0 + p.hper);
         if (h0 >= h1) continue;
-        if (p.decode) {
-          attn::DecodeItem(a, b, g, h0, h1, slot);
-        } else {
-          const int64_t i0 = qb * p.qper;
-          const int64_t i1 = std::min(a.q_len, i0 + p.qper);
-          attn::PrefillItem(a, b, g, h0, h1, i0, i1, slot);
-        }
+        const int64_t i0 = qb * p.qper;
+        const int64_t i1 = std::min(a.q_len, i0 + p.qper);
+        attn::PrefillItem(a, b, g, h0, h1, i0, i1, slot);
       }
     }
   });
