@@ -19,9 +19,11 @@
 //  - Decode ("head_dim in lanes"), when a group has few rows (q_len x heads <= kDecRows) and
 //    head_dim is a multiple of the vector length: rows are dotted with 4 keys at a time and reduced
 //    with one transpose-add tree; P x V broadcasts each probability over the V row. K and V are
-//    read once per group (GQA reuse), with software prefetch of the strided cache rows.
-// Work items (batch, kv group, head block, query block) are handed out dynamically to n_threads
-// scratch slots through parallel_for (causal: the most expensive query blocks first).
+//    read once per group (GQA reuse). An item spans a chunk of kv groups (all of them with one
+//    thread per batch row), so the cache rows are read front to back, with L2 prefetch ahead.
+// Work items (prefill: batch, kv group, head block, query block; decode: batch, chunk of groups)
+// are handed out dynamically to n_threads scratch slots through parallel_for (causal: the most
+// expensive query blocks first).
 //
 // Difference from the reference: K / V rows inside a partially masked tile are multiplied by a zero
 // weight rather than skipped, so a NaN / inf stored in a hidden row of [0, kv_len) (causal future,
