@@ -249,6 +249,16 @@ TEST_CASE("attention: decode") {
   Case tiny;  // kv_len 1
   tiny.head_dim = 64;
   check_case(tiny, rng);
+  Case many;  // more kv groups than one decode item takes (16)
+  many.past = 40;
+  many.n_heads = 40;
+  many.n_kv_heads = 20;
+  many.head_dim = 64;
+  many.causal = true;
+  check_case(many, rng);
+  many.head_begin = 5;
+  many.head_end = 39;
+  check_case(many, rng);
 }
 
 TEST_CASE("attention: prefill, masks and combinations") {
