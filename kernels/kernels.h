@@ -96,6 +96,8 @@ struct MatmulKernel {
 //   key_mask allows it, and (causal ? j <= p_i : true), and (window < 0 || |p_i - j| <= window).
 // Grouped-query: head h reads kv head h / (n_heads / n_kv_heads). A row with no visible key
 // outputs zeros. Softmax of scale * q.k in f32; no [q_len, kv_len] matrix is materialized.
+// K / V rows j < kv_len must be finite even where hidden: an optimized kernel may give a hidden row
+// a zero weight instead of skipping it (rows the mask hides for a whole tile are never read).
 struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_batch_stride = 0, q_row_stride = 0;

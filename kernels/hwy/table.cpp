@@ -20,6 +20,8 @@ KernelTable kernel_table_hwy(int64_t target) {
   // One line per family (kernels/hwy/fill.h):
   hwy_fill::matmul_float(t, target);
   hwy_fill::matmul_int(t, target);
+  hwy_fill::attention(t, target);
+  hwy_fill::eltwise(t, target);
   return t;
 }
 

@@ -1,0 +1,344 @@
+// Attention: the reference against hand-computed cases, then every Highway target against the
+// reference over decode / prefill, masks and their combinations, GQA, odd head_dims, strided KV
+// caches with a past, head sub-ranges, and a thread pool.
+//
+// Tolerance (f32 tiles and online softmax vs the double reference): per call, the largest
+// |out - ref| <= 2^-21 (1 + smax) max|v|, where smax = scale max|q_h| max|k_g| bounds the scores
+// (an f32 score is off by ~|s| 2^-22, which moves each weight by that relative amount), and
+// NMSE <= 1e-11. Outputs outside the requested heads, row padding,
+// cache rows at or beyond kv_len (filled with NaN) and scratch beyond attention_scratch_bytes are
+// checked untouched / unread.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "tests/kernels/test_util.h"
+
+using namespace laya::kernels;
+using laya::test::nmse;
+using laya::test::TestPool;
+
+namespace {
+
+struct Case {
+  int64_t batch = 1, q_len = 1, past = 0;
+  int32_t n_heads = 1, n_kv_heads = 1, head_dim = 64;
+  bool causal = false;
+  int64_t window = -1;
+  // 0: no key mask; 1: random zeros; 2: batch row 1 hides every key; 3: hides key 0 only.
+  int mask = 0;
+  int32_t head_begin = 0, head_end = -1;  // -1: n_heads
+  float scale_mul = 1.0f;                 // scale = scale_mul / sqrt(head_dim)
+};
+
+std::string describe(const Case& c) {
+  return "batch " + std::to_string(c.batch) + " q_len " + std::to_string(c.q_len) + " past " +
+         std::to_string(c.past) + " heads " + std::to_string(c.n_heads) + "/" +
+         std::to_string(c.n_kv_heads) + " hd " + std::to_string(c.head_dim) + " causal " +
+         std::to_string(c.causal) + " window " + std::to_string(c.window) + " mask " +
+         std::to_string(c.mask) + " heads [" + std::to_string(c.head_begin) + ", " +
+         std::to_string(c.head_end) + ")";
+}
+
+// The buffers of one case: q / out rows padded, K and V in a cache with spare columns and rows.
+struct Buffers {
+  AttentionArgs a;
+  std::vector<float> q, kc, vc, out;
+  std::vector<int32_t> mask;
+  float vmax = 0;
+  double smax = 0;  // scale * max |q row of a head| * max |k row of a kv head|
+};
+
+Buffers make(const Case& c, std::mt19937& rng) {
+  Buffers B;
+  AttentionArgs& a = B.a;
+  const int64_t hd = c.head_dim, kv_len = c.past + c.q_len, cap = kv_len + 3;
+  a.batch = c.batch;
+  a.q_len = c.q_len;
+  a.kv_len = kv_len;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.n_kv_heads;
+  a.head_dim = c.head_dim;
+  a.scale = c.scale_mul / std::sqrt(static_cast<float>(hd));
+  a.causal = c.causal;
+  a.window = c.window;
+  a.q_row_stride = c.n_heads * hd + 3;
+  a.q_batch_stride = c.q_len * a.q_row_stride + 1;
+  a.k_row_stride = 2 * c.n_kv_heads * hd + 5;  // K and V interleaved per cache row
+  a.v_row_stride = a.k_row_stride;
+  a.k_batch_stride = a.v_batch_stride = cap * a.k_row_stride;
+  a.out_row_stride = c.n_heads * hd + 5;
+  a.out_batch_stride = c.q_len * a.out_row_stride + 2;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  B.q.resize(static_cast<size_t>(c.batch * a.q_batch_stride));
+  for (float& x : B.q) x = nd(rng);
+  // One cache buffer: K at column 0, V at column n_kv_heads * hd; rows >= kv_len are NaN.
+  B.kc.resize(static_cast<size_t>(c.batch * a.k_batch_stride), NAN);
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t j = 0; j < kv_len; ++j)
+      for (int64_t col = 0; col < 2 * c.n_kv_heads * hd; ++col) {
+        const float x = nd(rng);
+        B.kc[static_cast<size_t>(b * a.k_batch_stride + j * a.k_row_stride + col)] = x;
+        if (col >= c.n_kv_heads * hd) B.vmax = std::max(B.vmax, std::fabs(x));
+      }
+  double qn = 0, kn = 0;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t i = 0; i < c.q_len; ++i)
+      for (int32_t h = 0; h < c.n_heads; ++h) {
+        double n2 = 0;
+        for (int64_t d = 0; d < hd; ++d) {
+          const double x =
+              B.q[static_cast<size_t>(b * a.q_batch_stride + i * a.q_row_stride + h * hd + d)];
+          n2 += x * x;
+        }
+        qn = std::max(qn, std::sqrt(n2));
+      }
+    for (int64_t j = 0; j < kv_len; ++j)
+      for (int32_t g = 0; g < c.n_kv_heads; ++g) {
+        double n2 = 0;
+        for (int64_t d = 0; d < hd; ++d) {
+          const double x =
+              B.kc[static_cast<size_t>(b * a.k_batch_stride + j * a.k_row_stride + g * hd + d)];
+          n2 += x * x;
+        }
+        kn = std::max(kn, std::sqrt(n2));
+      }
+  }
+  B.smax = a.scale * qn * kn;
+  a.q = B.q.data();
+  a.k = B.kc.data();
+  a.v = B.kc.data() + c.n_kv_heads * hd;
+  if (c.mask != 0) {
+    a.mask_batch_stride = kv_len + 2;
+    B.mask.assign(static_cast<size_t>(c.batch * a.mask_batch_stride), 1);
+    std::bernoulli_distribution hide(0.3);
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t j = 0; j < kv_len; ++j) {
+        int32_t& m = B.mask[static_cast<size_t>(b * a.mask_batch_stride + j)];
+        if (c.mask == 1) m = hide(rng) ? 0 : 1;
+        if (c.mask == 2 && b == 1) m = 0;
+        if (c.mask == 3 && j == 0) m = 0;
+      }
+    a.key_mask = B.mask.data();
+  }
+  B.out.assign(static_cast<size_t>(c.batch * a.out_batch_stride), 777.0f);
+  a.out = B.out.data();
+  return B;
+}
+
+// Runs one table on a fresh copy of the buffers; scratch has a guard band that must stay intact.
+std::vector<float> run(const KernelTable& t, Buffers& B, int32_t hb, int32_t he,
+                       const ThreadPool* pool) {
+  const int n_threads = pool ? pool->n_threads : 1;
+  const uint64_t bytes = t.attention_scratch_bytes(B.a, n_threads);
+  std::vector<uint8_t> scratch(bytes + 256, 0xA5);
+  std::fill(B.out.begin(), B.out.end(), 777.0f);
+  t.attention(B.a, hb, he, scratch.data(), pool);
+  for (uint64_t i = bytes; i < scratch.size(); ++i) REQUIRE(scratch[i] == 0xA5);
+  return B.out;
+}
+
+void check_case(const Case& c, std::mt19937& rng) {
+  CAPTURE(describe(c));
+  Buffers B = make(c, rng);
+  const int32_t hb = c.head_begin, he = c.head_end < 0 ? c.n_heads : c.head_end;
+  const std::vector<float> want = run(kernel_table_ref(), B, hb, he, nullptr);
+  // Gather the compared (in-range) outputs and verify everything else kept the sentinel.
+  auto split = [&](const std::vector<float>& o, std::vector<float>& in_range) {
+    in_range.clear();
+    for (size_t i = 0; i < o.size(); ++i) {
+      const int64_t b = static_cast<int64_t>(i) / B.a.out_batch_stride;
+      const int64_t rem = static_cast<int64_t>(i) % B.a.out_batch_stride;
+      const int64_t row = rem / B.a.out_row_stride, col = rem % B.a.out_row_stride;
+      const int64_t h = col / c.head_dim;
+      const bool inside =
+          b < c.batch && row < c.q_len && col < c.n_heads * c.head_dim && h >= hb && h < he;
+      if (inside)
+        in_range.push_back(o[i]);
+      else
+        REQUIRE(o[i] == 777.0f);
+    }
+  };
+  std::vector<float> want_in, got_in;
+  split(want, want_in);
+  TestPool pool3(3);
+  for (int64_t target : kernel_hwy_targets()) {
+    const KernelTable t = kernel_table_hwy(target);
+    for (const ThreadPool* pool :
+         {static_cast<const ThreadPool*>(nullptr), static_cast<const ThreadPool*>(&pool3.pool)}) {
+      CAPTURE(std::string(t.isa));
+      CAPTURE(pool != nullptr);
+      const std::vector<float> got = run(t, B, hb, he, pool);
+      split(got, got_in);
+      REQUIRE(got_in.size() == want_in.size());
+      double worst = 0;
+      for (size_t i = 0; i < got_in.size(); ++i)
+        worst = std::max(worst, std::fabs(double{got_in[i]} - want_in[i]));
+      CHECK(worst <= std::ldexp(1.0, -21) * (1 + B.smax) * B.vmax);
+      CHECK(nmse(got_in.data(), want_in.data(), got_in.size()) <= 1e-11);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reference attention: known values") {
+  std::mt19937 rng(11);
+  {
+    // One key: the output is that value, whatever q and k are.
+    Case c;
+    c.head_dim = 4;
+    Buffers B = make(c, rng);
+    const std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
+    for (int d = 0; d < 4; ++d) CHECK(o[static_cast<size_t>(d)] == B.a.v[d]);
+  }
+  {
+    // Causal, no past: query 0 sees only key 0 -> v[0]; a fully masked row (key 0 hidden) -> 0.
+    Case c;
+    c.q_len = 5;
+    c.head_dim = 3;
+    c.causal = true;
+    Buffers B = make(c, rng);
+    std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
+    for (int d = 0; d < 3; ++d) CHECK(o[static_cast<size_t>(d)] == doctest::Approx(B.a.v[d]));
+    c.mask = 3;
+    B = make(c, rng);
+    o = run(kernel_table_ref(), B, 0, 1, nullptr);
+    for (int d = 0; d < 3; ++d) CHECK(o[static_cast<size_t>(d)] == 0.0f);
+  }
+  {
+    // Two keys with equal scores (q = 0): the mean of the two values.
+    Case c;
+    c.q_len = 1;
+    c.past = 1;
+    c.head_dim = 2;
+    Buffers B = make(c, rng);
+    B.q.assign(B.q.size(), 0.0f);
+    const std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
+    for (int d = 0; d < 2; ++d)
+      CHECK(o[static_cast<size_t>(d)] ==
+            doctest::Approx(0.5 * (B.a.v[d] + B.a.v[B.a.v_row_stride + d])));
+  }
+}
+
+TEST_CASE("attention: decode") {
+  std::mt19937 rng(12);
+  for (int32_t hd : {64, 128, 40}) {
+    for (int32_t ratio : {1, 2, 4}) {
+      Case c;
+      c.q_len = 1;
+      c.past = 300;
+      c.n_heads = 8;
+      c.n_kv_heads = 8 / ratio;
+      c.head_dim = hd;
+      check_case(c, rng);
+      c.window = 100;
+      c.mask = 1;
+      check_case(c, rng);
+      c.batch = 2;
+      c.window = -1;
+      c.mask = 2;  // batch row 1: every key hidden -> zeros
+      check_case(c, rng);
+    }
+  }
+  Case tiny;  // kv_len 1
+  tiny.head_dim = 64;
+  check_case(tiny, rng);
+  Case many;  // more kv groups than one decode item takes (16)
+  many.past = 40;
+  many.n_heads = 40;
+  many.n_kv_heads = 20;
+  many.head_dim = 64;
+  many.causal = true;
+  check_case(many, rng);
+  many.head_begin = 5;
+  many.head_end = 39;
+  check_case(many, rng);
+}
+
+TEST_CASE("attention: prefill, masks and combinations") {
+  std::mt19937 rng(13);
+  const int32_t hds[] = {64, 128, 24, 3};
+  for (int32_t hd : hds) {
+    for (int mode = 0; mode < 6; ++mode) {
+      Case c;
+      c.q_len = 33;
+      c.past = mode % 2 == 0 ? 0 : 9;
+      c.n_heads = 4;
+      c.n_kv_heads = mode < 3 ? 4 : 2;
+      c.head_dim = hd;
+      c.batch = mode == 5 ? 2 : 1;
+      c.causal = mode == 1 || mode == 2 || mode == 4;
+      c.window = mode == 2 || mode == 3 ? 5 : -1;
+      c.mask = mode == 5 ? 1 : (mode == 4 ? 3 : 0);  // mode 4: row 0 of a causal pass fully hidden
+      check_case(c, rng);
+    }
+  }
+  Case w0;  // window 0: each query sees only its own key
+  w0.q_len = 17;
+  w0.window = 0;
+  w0.head_dim = 64;
+  check_case(w0, rng);
+  Case big;  // several query and key tiles, causal with GQA 4, peaky softmax
+  big.q_len = 150;
+  big.past = 20;
+  big.n_heads = 4;
+  big.n_kv_heads = 1;
+  big.head_dim = 64;
+  big.causal = true;
+  big.scale_mul = 4.0f;
+  check_case(big, rng);
+  big.causal = false;
+  big.mask = 2;
+  big.batch = 2;
+  check_case(big, rng);
+}
+
+TEST_CASE("attention: head sub-ranges and small q_len") {
+  std::mt19937 rng(14);
+  Case c;
+  c.n_heads = 8;
+  c.n_kv_heads = 2;
+  c.head_dim = 64;
+  c.causal = true;
+  for (int64_t q_len : {1, 2, 3, 5}) {
+    c.q_len = q_len;
+    c.past = 10;
+    c.head_begin = 3;
+    c.head_end = 7;  // crosses a group boundary
+    check_case(c, rng);
+    c.head_begin = 1;
+    c.head_end = 2;
+    check_case(c, rng);
+  }
+}
+
+TEST_CASE("attention: randomized shapes") {
+  std::mt19937 rng(15);
+  std::uniform_int_distribution<int> pick(0, 1 << 20);
+  const int32_t hds[] = {1, 8, 17, 24, 40, 64, 128};
+  const int32_t ratios[] = {1, 2, 4};
+  const int64_t qlens[] = {1, 2, 3, 17, 33, 65, 100};
+  for (int iter = 0; iter < 40; ++iter) {
+    Case c;
+    c.head_dim = hds[pick(rng) % 7];
+    const int32_t ratio = ratios[pick(rng) % 3];
+    c.n_kv_heads = 1 + pick(rng) % 3;
+    c.n_heads = c.n_kv_heads * ratio;
+    c.q_len = qlens[pick(rng) % 7];
+    c.past = pick(rng) % 3 == 0 ? 0 : pick(rng) % 130;
+    c.batch = 1 + pick(rng) % 2;
+    c.causal = pick(rng) % 2 == 0;
+    c.window = pick(rng) % 3 == 0 ? pick(rng) % 40 : -1;
+    c.mask = pick(rng) % 4;
+    c.head_begin = pick(rng) % c.n_heads;
+    c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
+    c.scale_mul = pick(rng) % 2 == 0 ? 1.0f : 3.0f;
+    check_case(c, rng);
+  }
+}
