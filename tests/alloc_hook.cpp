@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-extern "C" int laya_tbbmalloc_stub_present();
+extern "C" int laya_tbbmalloc_shim_present();
 
 namespace laya::test::alloc_hook {
 namespace {
@@ -36,8 +36,8 @@ long stop() {
   g_counting.store(false);
   return g_calls.load();
 }
-bool tbbmalloc_stub_loaded() {
-  return laya_tbbmalloc_stub_present() == 1;
+bool tbbmalloc_shim_loaded() {
+  return laya_tbbmalloc_shim_present() == 1;
 }
 
 }  // namespace laya::test::alloc_hook

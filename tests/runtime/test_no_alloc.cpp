@@ -22,7 +22,7 @@ namespace laya::test {
 namespace {
 
 TEST_CASE("the allocation hook sees malloc, operator new and oneTBB's allocator") {
-  REQUIRE(alloc_hook::tbbmalloc_stub_loaded());
+  REQUIRE(alloc_hook::tbbmalloc_shim_loaded());
   alloc_hook::start();
   void* volatile p = std::malloc(16);
   std::free(p);

@@ -6,7 +6,7 @@
 
 extern "C" {
 
-__attribute__((visibility("default"))) int laya_tbbmalloc_stub_present() {
+__attribute__((visibility("default"))) int laya_tbbmalloc_shim_present() {
   return 1;
 }
 __attribute__((visibility("default"))) void* scalable_malloc(size_t n) {
