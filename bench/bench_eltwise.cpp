@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/peak.h"
@@ -90,13 +91,12 @@ void BM_unary(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
   }
   finish(state, 4.0 * 2 * n);
+  state.SetLabel(std::string(act_name(act)) + " " + table().isa);
 }
-BENCHMARK(BM_unary)
-    ->ArgNames({"act", "n"})
-    ->Args({static_cast<int>(Act::kGeluErf), 128 * 3072})
-    ->Args({static_cast<int>(Act::kGeluTanh), 128 * 3072})
-    ->Args({static_cast<int>(Act::kSilu), 128 * 3072})
-    ->Args({static_cast<int>(Act::kRelu), 128 * 3072});
+// One row per activation of kernels/act.inc.
+BENCHMARK(BM_unary)->ArgNames({"act", "n"})->Apply([](benchmark::internal::Benchmark* b) {
+  for (int a = 0; a < kActCount; ++a) b->Args({a, 128 * 3072});
+});
 
 void BM_glu(benchmark::State& state) {
   const Act act = static_cast<Act>(state.range(0));

@@ -56,7 +56,7 @@ void parallel_for(const ThreadPool* pool, int64_t n, int64_t grain, F&& f) {
 // ---- weight types ----------------------------------------------------------------------------
 
 enum class WType : uint8_t {
-#define MATMUL_WTYPE(name) k_##name,
+#define MATMUL_WTYPE(name, family, peak) k_##name,
 #include "kernels/matmul.inc"
 #undef MATMUL_WTYPE
   kCount
@@ -116,8 +116,15 @@ struct AttentionArgs {
   int64_t window = -1;
 };
 
-// Elementwise activation kinds; the values equal ir::ActKind.
-enum class Act : int32_t { kGeluErf = 0, kGeluTanh = 1, kSilu = 2, kRelu = 3 };
+// Elementwise activations (kernels/act.inc); the values equal ir::ActKind.
+enum class Act : int32_t {
+#define ACT(Name, name) k##Name,
+#include "kernels/act.inc"
+#undef ACT
+  kCount
+};
+inline constexpr int kActCount = static_cast<int>(Act::kCount);
+const char* act_name(Act a);
 enum class Binary : int32_t { kAdd = 0, kMul = 1 };
 // RoPE pairing; the values equal ir::RopeMode.
 enum class Rope : int32_t { kNeox = 0, kGptj = 1 };

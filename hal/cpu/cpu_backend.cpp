@@ -13,6 +13,15 @@
 #include "hal/hal.h"
 #include "kernels/kernels.h"
 
+// The backend passes ir attribute values straight to the kernels: the enums must agree.
+static_assert(static_cast<int>(laya::kernels::Act::kGeluErf) == laya::ir::kActGeluErf &&
+              static_cast<int>(laya::kernels::Act::kGeluTanh) == laya::ir::kActGeluTanh &&
+              static_cast<int>(laya::kernels::Act::kSilu) == laya::ir::kActSilu &&
+              static_cast<int>(laya::kernels::Act::kRelu) == laya::ir::kActRelu &&
+              laya::kernels::kActCount == 4);
+static_assert(static_cast<int>(laya::kernels::Rope::kNeox) == laya::ir::kRopeNeox &&
+              static_cast<int>(laya::kernels::Rope::kGptj) == laya::ir::kRopeGptj);
+
 namespace laya::hal {
 namespace cpu {
 namespace {

@@ -630,14 +630,13 @@ void Rope(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t 
 void Unary(Act act, const float* x, float* y, int64_t n, const ThreadPool* pool) {
   parallel_for(pool, n, elt::kChunkElems, [&](int64_t b, int64_t e) {
     switch (act) {
-      case Act::kGeluErf:
-        return elt::UnaryRange<Act::kGeluErf>(x + b, y + b, e - b);
-      case Act::kGeluTanh:
-        return elt::UnaryRange<Act::kGeluTanh>(x + b, y + b, e - b);
-      case Act::kSilu:
-        return elt::UnaryRange<Act::kSilu>(x + b, y + b, e - b);
-      case Act::kRelu:
-        return elt::UnaryRange<Act::kRelu>(x + b, y + b, e - b);
+#define ACT(Name, name) \
+  case Act::k##Name:    \
+    return elt::UnaryRange<Act::k##Name>(x + b, y + b, e - b);
+#include "kernels/act.inc"
+#undef ACT
+      case Act::kCount:
+        break;
     }
   });
 }
@@ -648,17 +647,13 @@ void Glu(Act act, const float* x, float* y, int64_t rows, int64_t f, const Threa
       const float* xr = x + r * 2 * f;
       float* yr = y + r * f;
       switch (act) {
-        case Act::kGeluErf:
-          elt::GluRow<Act::kGeluErf>(xr, yr, f);
-          break;
-        case Act::kGeluTanh:
-          elt::GluRow<Act::kGeluTanh>(xr, yr, f);
-          break;
-        case Act::kSilu:
-          elt::GluRow<Act::kSilu>(xr, yr, f);
-          break;
-        case Act::kRelu:
-          elt::GluRow<Act::kRelu>(xr, yr, f);
+#define ACT(Name, name)                   \
+  case Act::k##Name:                      \
+    elt::GluRow<Act::k##Name>(xr, yr, f); \
+    break;
+#include "kernels/act.inc"
+#undef ACT
+        case Act::kCount:
           break;
       }
     }

@@ -162,7 +162,7 @@ MatmulKernel make() {
 
 MatmulKernel matmul_kernel(WType type) {
   switch (type) {
-#define MATMUL_WTYPE(name) \
+#define MATMUL_WTYPE(name, family, peak) \
   case WType::k_##name:    \
     return make<WType::k_##name>();
 #include "kernels/matmul.inc"

@@ -16,6 +16,8 @@ float act(Act a, float xf) {
       return static_cast<float>(x / (1.0 + std::exp(-x)));
     case Act::kRelu:
       return xf > 0.0f ? xf : 0.0f;
+    case Act::kCount:
+      break;
   }
   return xf;
 }

@@ -33,7 +33,16 @@ using namespace laya::kernels;
 
 namespace {
 
-constexpr WType kFloatTypes[] = {WType::k_f32, WType::k_f16, WType::k_bf16};
+// The float family's types, from the manifest (kernels/matmul.inc).
+#define LAYA_FAMILY_float(name) WType::k_##name,
+#define LAYA_FAMILY_int(name)
+constexpr WType kFloatTypes[] = {
+#define MATMUL_WTYPE(name, family, peak) LAYA_FAMILY_##family(name)
+#include "kernels/matmul.inc"
+#undef MATMUL_WTYPE
+};
+#undef LAYA_FAMILY_float
+#undef LAYA_FAMILY_int
 
 double tolerance(WType t) {
   return t == WType::k_bf16 ? 1e-8 : 1e-9;

@@ -30,7 +30,16 @@ using namespace laya::kernels;
 
 namespace {
 
-constexpr WType kIntTypes[] = {WType::k_i8, WType::k_q8_0, WType::k_q4_0, WType::k_q4_1};
+// The integer family's types, from the manifest (kernels/matmul.inc).
+#define LAYA_FAMILY_float(name)
+#define LAYA_FAMILY_int(name) WType::k_##name,
+constexpr WType kIntTypes[] = {
+#define MATMUL_WTYPE(name, family, peak) LAYA_FAMILY_##family(name)
+#include "kernels/matmul.inc"
+#undef MATMUL_WTYPE
+};
+#undef LAYA_FAMILY_float
+#undef LAYA_FAMILY_int
 
 struct AlignedBuf {
   void* p = nullptr;
