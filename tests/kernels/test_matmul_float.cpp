@@ -16,17 +16,16 @@
 //              or truncated the rounding of x would be off by ~2^-9 per term (NMSE ~1e-6).
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "tests/kernels/test_util.h"
 #include "kernels/quant.h"
 
 using namespace laya::kernels;
@@ -122,23 +121,6 @@ struct Runner {
   }
 };
 
-// A real pool for the tests: `n_threads` std::threads pull chunks of `grain` from a counter.
-void thread_pool_run(void* impl, int64_t n, int64_t grain, RangeFn fn, void* ctx) {
-  const int threads = *static_cast<int*>(impl);
-  std::atomic<int64_t> next{0};
-  auto worker = [&] {
-    for (;;) {
-      const int64_t b = next.fetch_add(grain);
-      if (b >= n) return;
-      fn(ctx, b, std::min(n, b + grain));
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-}
-
 struct Case {
   int64_t m, n, k, ldx, ldy;
   bool bias;
@@ -226,8 +208,8 @@ TEST_CASE("matmul float: blocked shapes (several k blocks, column and row chunks
       {70, 100, 2101, 2101, 100, true},
   };
   for (const int threads : {2, 3}) {
-    int impl = threads;
-    const ThreadPool pool{thread_pool_run, &impl, threads};
+    const laya::test::TestPool workers(threads);
+    const ThreadPool& pool = workers.pool;
     for (const int64_t target : kernel_hwy_targets()) {
       const KernelTable table = kernel_table_hwy(target);
       for (const WType type : kFloatTypes) {

@@ -18,11 +18,11 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kernels/hwy/matmul_int.h"
 #include "kernels/kernels.h"
+#include "tests/kernels/test_util.h"
 #include "kernels/quant.h"
 #include "kernels/ref/ref.h"
 
@@ -149,17 +149,6 @@ double block_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, i
   return s;
 }
 
-// A pool that splits [0, n) into grain-sized chunks and runs them on fresh threads (test only).
-struct SpawnPool {
-  static void run(void*, int64_t n, int64_t grain, RangeFn fn, void* ctx) {
-    std::vector<std::thread> th;
-    const int64_t step = std::max<int64_t>(grain, (n + 2) / 3);
-    for (int64_t b = 0; b < n; b += step)
-      th.emplace_back([=] { fn(ctx, b, std::min(n, b + step)); });
-    for (std::thread& t : th) t.join();
-  }
-};
-
 struct Case {
   int64_t m, n, k, ldx_pad, ldy_pad;
   bool bias;
@@ -262,8 +251,8 @@ TEST_CASE("int matmul: every target and type matches the reference (serial)") {
 }
 
 TEST_CASE("int matmul: threaded runs match the reference") {
-  SpawnPool impl;
-  ThreadPool pool{SpawnPool::run, &impl, 3};
+  const laya::test::TestPool workers(3);
+  const ThreadPool& pool = workers.pool;
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
       std::mt19937 rng(99 + static_cast<int>(type));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,22 +15,28 @@
 
 namespace laya::test {
 
-// Runs each call's chunks on fresh std::threads (tests only: it allocates per call).
+// A real pool for the kernel tests: per call, n - 1 fresh std::threads plus the caller pull
+// `grain`-long chunks from a counter (tests only: it allocates per call; the runtime's pool is
+// hal/cpu/thread_pool.h).
 struct TestPool {
   explicit TestPool(int n) {
     pool.n_threads = n;
     pool.impl = this;
     pool.run = [](void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, void* ctx) {
-      const int64_t nt = static_cast<TestPool*>(impl)->pool.n_threads;
+      const int threads = static_cast<TestPool*>(impl)->pool.n_threads;
       const int64_t g = std::max<int64_t>(grain, 1);
-      const int64_t chunks = std::min<int64_t>(nt, (n + g - 1) / g);
-      const int64_t per = (n + chunks - 1) / chunks;
-      std::vector<std::thread> threads;
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t b = c * per, e = std::min(n, b + per);
-        if (b < e) threads.emplace_back([=] { fn(ctx, b, e); });
-      }
-      for (std::thread& t : threads) t.join();
+      std::atomic<int64_t> next{0};
+      auto worker = [&] {
+        for (;;) {
+          const int64_t b = next.fetch_add(g);
+          if (b >= n) return;
+          fn(ctx, b, std::min(n, b + g));
+        }
+      };
+      std::vector<std::thread> threads_;
+      for (int i = 1; i < threads; ++i) threads_.emplace_back(worker);
+      worker();
+      for (std::thread& t : threads_) t.join();
     };
   }
   kernels::ThreadPool pool;
