@@ -1,5 +1,5 @@
 // Float-weight matmul kernels (f32, f16, bf16) on the best Highway target, 1 thread (pool null;
-// the "threads" argument 2 runs a 2-worker pool defined here, to check the split):
+// the "threads" argument 2 runs on the CPU backend's pool, hal::cpu::ArenaPool):
 //  - GEMM (m > 1) and cache-resident GEMV (m = 1): GFLOP/s and % of the fp32 FMA peak (f32, f16:
 //    the products run on f32 FMAs) or of the vdpbf16ps peak (bf16).
 //    With 2 threads the % is of twice the 1-core peak.
@@ -11,14 +11,13 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "bench/peak.h"
+#include "hal/cpu/thread_pool.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
@@ -85,67 +84,6 @@ HugeBuffer packed_weights(const MatmulKernel& kern, WType type, int64_t n, int64
   return b;
 }
 
-// A minimal ThreadPool for benchmarks: workers poll a generation counter, yielding the CPU between
-// polls (as OpenBLAS's workers do; no futex wake-up latency in the timings, and no starving of
-// other processes); the calling thread takes part; chunks come from a counter.
-class SpinPool {
- public:
-  explicit SpinPool(int threads) : threads_(threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { loop(); });
-  }
-  ~SpinPool() {
-    stop_.store(true);
-    gen_.fetch_add(1, std::memory_order_release);
-    for (std::thread& t : workers_) t.join();
-  }
-  SpinPool(const SpinPool&) = delete;
-  SpinPool& operator=(const SpinPool&) = delete;
-
-  laya::kernels::ThreadPool pool() { return {&SpinPool::run, this, threads_}; }
-
- private:
-  static void run(void* impl, int64_t n, int64_t grain, laya::kernels::RangeFn fn, void* ctx) {
-    SpinPool* p = static_cast<SpinPool*>(impl);
-    p->n_ = n;
-    p->grain_ = grain;
-    p->fn_ = fn;
-    p->ctx_ = ctx;
-    p->next_.store(0);
-    p->pending_.store(p->threads_ - 1);
-    p->gen_.fetch_add(1, std::memory_order_release);
-    p->work();
-    while (p->pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-  }
-  void loop() {
-    uint64_t seen = 0;
-    for (;;) {
-      uint64_t g;
-      while ((g = gen_.load(std::memory_order_acquire)) == seen) std::this_thread::yield();
-      seen = g;
-      if (stop_.load()) return;
-      work();
-      pending_.fetch_sub(1, std::memory_order_release);
-    }
-  }
-  void work() {
-    for (;;) {
-      const int64_t b = next_.fetch_add(grain_);
-      if (b >= n_) return;
-      fn_(ctx_, b, std::min(n_, b + grain_));
-    }
-  }
-
-  int threads_;
-  std::vector<std::thread> workers_;
-  std::atomic<uint64_t> gen_{0};
-  std::atomic<bool> stop_{false};
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> pending_{0};
-  int64_t n_ = 0, grain_ = 1;
-  laya::kernels::RangeFn fn_ = nullptr;
-  void* ctx_ = nullptr;
-};
-
 double peak_for(WType type) {
   return type == WType::k_bf16 ? laya::bench::peaks().bf16_gflops
                                : laya::bench::peaks().fp32_gflops;
@@ -155,8 +93,9 @@ double peak_for(WType type) {
 void BM_matmul(benchmark::State& state, WType type) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
-  SpinPool workers(threads);
-  const laya::kernels::ThreadPool pool = workers.pool();
+  laya::hal::cpu::ArenaPool workers(threads);  // the runtime's pool (hal/cpu)
+  workers.warm_up(5000);
+  const laya::kernels::ThreadPool* pool = threads > 1 ? workers.view() : nullptr;
   const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
   Rng rng;
   HugeBuffer packed = packed_weights(kern, type, n, k, rng);
@@ -164,8 +103,7 @@ void BM_matmul(benchmark::State& state, WType type) {
   for (float& v : x) v = rng.next();
   HugeBuffer scratch(kern.scratch_bytes(m, n, k, threads));
   for (auto _ : state) {
-    kern.run(packed.p, x.data(), k, y.data(), n, nullptr, m, n, k, scratch.p,
-             threads > 1 ? &pool : nullptr);
+    kern.run(packed.p, x.data(), k, y.data(), n, nullptr, m, n, k, scratch.p, pool);
     benchmark::ClobberMemory();
   }
   // % of `threads` x the 1-core peak.
@@ -178,8 +116,9 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
   const int64_t n = 4096, k = type == WType::k_f32 ? 4096 : 8192;
   constexpr int kMats = 4;
   const int threads = static_cast<int>(state.range(0));
-  SpinPool workers(threads);
-  const laya::kernels::ThreadPool pool = workers.pool();
+  laya::hal::cpu::ArenaPool workers(threads);  // the runtime's pool (hal/cpu)
+  workers.warm_up(5000);
+  const laya::kernels::ThreadPool* pool = threads > 1 ? workers.view() : nullptr;
   const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
   Rng rng;
   std::vector<HugeBuffer> packed;
@@ -190,7 +129,7 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
   int i = 0;
   for (auto _ : state) {
     kern.run(packed[static_cast<size_t>(i)].p, x.data(), k, y.data(), n, nullptr, 1, n, k,
-             scratch.p, threads > 1 ? &pool : nullptr);
+             scratch.p, pool);
     benchmark::ClobberMemory();
     i = (i + 1) % kMats;
   }

@@ -12,15 +12,14 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/peak.h"
+#include "hal/cpu/thread_pool.h"
 #include "kernels/hwy/matmul_int.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -107,53 +106,6 @@ struct Buffers {
   Buffers& operator=(const Buffers&) = delete;
 };
 
-// A 2-thread ThreadPool for the 2-core rows: the caller runs the first half of the range, one
-// spinning (yielding) worker the second (bench-only; the runtime passes oneTBB in through the same
-// struct).
-class SpinPool2 {
- public:
-  SpinPool2() : worker_([this] { loop(); }) {}
-  ~SpinPool2() {
-    stop_.store(true);
-    worker_.join();
-  }
-  SpinPool2(const SpinPool2&) = delete;
-  SpinPool2& operator=(const SpinPool2&) = delete;
-  laya::kernels::ThreadPool pool() { return {&SpinPool2::run, this, 2}; }
-
- private:
-  static void run(void* impl, int64_t n, int64_t grain, laya::kernels::RangeFn fn, void* ctx) {
-    auto* self = static_cast<SpinPool2*>(impl);
-    const int64_t half = std::max(grain, (n + 1) / 2);
-    if (half >= n) {
-      fn(ctx, 0, n);
-      return;
-    }
-    self->fn_ = fn;
-    self->ctx_ = ctx;
-    self->b_ = half;
-    self->e_ = n;
-    self->pending_.store(true, std::memory_order_release);
-    fn(ctx, 0, half);
-    while (self->pending_.load(std::memory_order_acquire)) std::this_thread::yield();
-  }
-  void loop() {
-    while (!stop_.load(std::memory_order_relaxed)) {
-      if (pending_.load(std::memory_order_acquire)) {
-        fn_(ctx_, b_, e_);
-        pending_.store(false, std::memory_order_release);
-      } else {
-        std::this_thread::yield();  // a shared VM: do not starve the caller
-      }
-    }
-  }
-  std::atomic<bool> pending_{false}, stop_{false};
-  laya::kernels::RangeFn fn_ = nullptr;
-  void* ctx_ = nullptr;
-  int64_t b_ = 0, e_ = 0;
-  std::thread worker_;
-};
-
 // args: m, n, k, threads (1 or 2)
 template <WType T, int V = kBest>
 void BM_matmul_int_gemm(benchmark::State& state) {
@@ -168,15 +120,14 @@ void BM_matmul_int_gemm(benchmark::State& state) {
   Buffers buf(kern, m, n, k);
   const double peak = laya::bench::peaks().int8_gops;
   const bool two = state.range(3) == 2;
-  SpinPool2* sp = two ? new SpinPool2 : nullptr;
-  const laya::kernels::ThreadPool pool = two ? sp->pool() : laya::kernels::ThreadPool{};
+  laya::hal::cpu::ArenaPool workers(two ? 2 : 1);  // the runtime's pool (hal/cpu)
+  workers.warm_up(5000);
+  const laya::kernels::ThreadPool* pool = two ? workers.view() : nullptr;
   for (auto _ : state) {
-    kern.run(packed, buf.x.data(), k, buf.y.data(), n, nullptr, m, n, k, buf.scratch,
-             two ? &pool : nullptr);
+    kern.run(packed, buf.x.data(), k, buf.y.data(), n, nullptr, m, n, k, buf.scratch, pool);
     benchmark::DoNotOptimize(buf.y.data());
     benchmark::ClobberMemory();
   }
-  delete sp;
   // % of the 1-core peak (2 threads: up to ~200%).
   laya::bench::report_flops(state, 2.0 * m * n * k, peak);
   state.SetLabel(table(V).isa);
@@ -198,17 +149,17 @@ void BM_matmul_int_gemv(benchmark::State& state) {
   Buffers buf(kern, 1, n, k);
   laya::bench::peaks();  // measured before timing starts
   const bool two = state.range(3) == 2;
-  SpinPool2* sp = two ? new SpinPool2 : nullptr;
-  const laya::kernels::ThreadPool pool = two ? sp->pool() : laya::kernels::ThreadPool{};
+  laya::hal::cpu::ArenaPool workers(two ? 2 : 1);  // the runtime's pool (hal/cpu)
+  workers.warm_up(5000);
+  const laya::kernels::ThreadPool* pool = two ? workers.view() : nullptr;
   int64_t i = 0;
   for (auto _ : state) {
     kern.run(all + stride * i, buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
-             two ? &pool : nullptr);
+             pool);
     benchmark::DoNotOptimize(buf.y.data());
     benchmark::ClobberMemory();
     if (++i == count) i = 0;
   }
-  delete sp;
   // % of the 1-core DRAM read figure (2 threads may exceed 100%).
   laya::bench::report_bytes(state, static_cast<double>(pb));
   state.counters["MiB_set"] = static_cast<double>(stride * count) / (1 << 20);
