@@ -65,7 +65,7 @@ void BM_rope(benchmark::State& state) {
   const int64_t tokens = state.range(0);
   const int32_t heads = static_cast<int32_t>(state.range(1));
   const int32_t hd = static_cast<int32_t>(state.range(2));
-  const Rope mode = state.range(3) == 0 ? Rope::kNeox : Rope::kGptj;
+  const RopeMode mode = state.range(3) == 0 ? RopeMode::kNeox : RopeMode::kGptj;
   std::vector<float> x = randn(static_cast<size_t>(tokens * heads * hd), 1);
   std::vector<int32_t> pos(static_cast<size_t>(tokens));
   for (int64_t t = 0; t < tokens; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(100 + t);
@@ -82,7 +82,7 @@ BENCHMARK(BM_rope)
     ->Args({1, 12, 64, 0});
 
 void BM_unary(benchmark::State& state) {
-  const Act act = static_cast<Act>(state.range(0));
+  const ActKind act = static_cast<ActKind>(state.range(0));
   const int64_t n = state.range(1);
   const std::vector<float> x = randn(static_cast<size_t>(n), 1, 2.0f);
   std::vector<float> y(x.size());
@@ -93,13 +93,13 @@ void BM_unary(benchmark::State& state) {
   finish(state, 4.0 * 2 * n);
   state.SetLabel(std::string(act_name(act)) + " " + table().isa);
 }
-// One row per activation of kernels/act.inc.
+// One row per activation of ir/act.inc.
 BENCHMARK(BM_unary)->ArgNames({"act", "n"})->Apply([](benchmark::internal::Benchmark* b) {
-  for (int a = 0; a < kActCount; ++a) b->Args({a, 128 * 3072});
+  for (int a = 0; a < laya::ir::kActCount; ++a) b->Args({a, 128 * 3072});
 });
 
 void BM_glu(benchmark::State& state) {
-  const Act act = static_cast<Act>(state.range(0));
+  const ActKind act = static_cast<ActKind>(state.range(0));
   const int64_t rows = state.range(1), f = state.range(2);
   const std::vector<float> x = randn(static_cast<size_t>(rows * 2 * f), 1, 2.0f);
   std::vector<float> y(static_cast<size_t>(rows * f));
@@ -111,8 +111,8 @@ void BM_glu(benchmark::State& state) {
 }
 BENCHMARK(BM_glu)
     ->ArgNames({"act", "rows", "f"})
-    ->Args({static_cast<int>(Act::kSilu), 128, 1536})
-    ->Args({static_cast<int>(Act::kGeluErf), 128, 1536});
+    ->Args({static_cast<int>(ActKind::kSilu), 128, 1536})
+    ->Args({static_cast<int>(ActKind::kGeluErf), 128, 1536});
 
 void BM_softmax(benchmark::State& state) {
   const int64_t rows = state.range(0), dim = state.range(1);
@@ -144,7 +144,7 @@ void BM_embedding(benchmark::State& state) {
   const std::vector<float> src = randn(static_cast<size_t>(vocab * dim), 1);
   std::vector<uint8_t> tab;
   double row_bytes = 0;
-  if (type == WType::k_q8_0) {
+  if (type == WType::kQ8_0) {
     tab.resize(src.size() / kQK * sizeof(BlockQ8_0));
     quantize_row_q8_0(src.data(), reinterpret_cast<BlockQ8_0*>(tab.data()),
                       static_cast<int64_t>(src.size()));
@@ -166,8 +166,8 @@ void BM_embedding(benchmark::State& state) {
 }
 BENCHMARK(BM_embedding)
     ->ArgNames({"type", "tokens", "dim"})
-    ->Args({static_cast<int>(WType::k_f32), 128, 576})
-    ->Args({static_cast<int>(WType::k_q8_0), 128, 576});
+    ->Args({static_cast<int>(WType::kF32), 128, 576})
+    ->Args({static_cast<int>(WType::kQ8_0), 128, 576});
 
 void BM_argmax(benchmark::State& state) {
   const int64_t n = state.range(0);

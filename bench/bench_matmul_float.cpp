@@ -49,14 +49,14 @@ struct Rng {
 // A weight matrix in the file layout of `type` ([n, k] f32, half or bf16 bits).
 std::vector<uint8_t> file_weights(WType type, int64_t n, int64_t k, Rng& rng) {
   const size_t count = static_cast<size_t>(n * k);
-  std::vector<uint8_t> w(count * (type == WType::k_f32 ? 4 : 2));
+  std::vector<uint8_t> w(count * (type == WType::kF32 ? 4 : 2));
   for (size_t i = 0; i < count; ++i) {
     const float v = rng.next();
-    if (type == WType::k_f32) {
+    if (type == WType::kF32) {
       std::memcpy(w.data() + 4 * i, &v, 4);
     } else {
       const uint16_t h =
-          type == WType::k_f16 ? laya::kernels::f32_to_f16(v) : laya::kernels::f32_to_bf16(v);
+          type == WType::kF16 ? laya::kernels::f32_to_f16(v) : laya::kernels::f32_to_bf16(v);
       std::memcpy(w.data() + 2 * i, &h, 2);
     }
   }
@@ -85,8 +85,7 @@ HugeBuffer packed_weights(const MatmulKernel& kern, WType type, int64_t n, int64
 }
 
 double peak_for(WType type) {
-  return type == WType::k_bf16 ? laya::bench::peaks().bf16_gflops
-                               : laya::bench::peaks().fp32_gflops;
+  return type == WType::kBF16 ? laya::bench::peaks().bf16_gflops : laya::bench::peaks().fp32_gflops;
 }
 
 // y[m, n] = x[m, k] . W^T, weights cache-resident after the first iteration (GEMM or GEMV).
@@ -113,7 +112,7 @@ void BM_matmul(benchmark::State& state, WType type) {
 
 // m = 1 with weights streamed from DRAM: 4 matrices of 64 MiB, cycled.
 void BM_gemv_dram(benchmark::State& state, WType type) {
-  const int64_t n = 4096, k = type == WType::k_f32 ? 4096 : 8192;
+  const int64_t n = 4096, k = type == WType::kF32 ? 4096 : 8192;
   constexpr int kMats = 4;
   const int threads = static_cast<int>(state.range(0));
   laya::hal::cpu::ArenaPool workers(threads);  // the runtime's pool (hal/cpu)
@@ -150,14 +149,14 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
       ->MeasureProcessCPUTime()        \
       ->UseRealTime()
 
-BENCHMARK_CAPTURE(BM_matmul, f32, WType::k_f32)->GEMM_SHAPES;
-BENCHMARK_CAPTURE(BM_matmul, f16, WType::k_f16)->GEMM_SHAPES;
-BENCHMARK_CAPTURE(BM_matmul, bf16, WType::k_bf16)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f32, WType::kF32)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f16, WType::kF16)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, bf16, WType::kBF16)->GEMM_SHAPES;
 #define DRAM_THREADS \
   ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime()
-BENCHMARK_CAPTURE(BM_gemv_dram, f32, WType::k_f32)->DRAM_THREADS;
-BENCHMARK_CAPTURE(BM_gemv_dram, f16, WType::k_f16)->DRAM_THREADS;
-BENCHMARK_CAPTURE(BM_gemv_dram, bf16, WType::k_bf16)->DRAM_THREADS;
+BENCHMARK_CAPTURE(BM_gemv_dram, f32, WType::kF32)->DRAM_THREADS;
+BENCHMARK_CAPTURE(BM_gemv_dram, f16, WType::kF16)->DRAM_THREADS;
+BENCHMARK_CAPTURE(BM_gemv_dram, bf16, WType::kBF16)->DRAM_THREADS;
 
 #ifdef LAYA_HAVE_OPENBLAS
 // The peer: y = x . W^T with W [n, k] row-major, as a user of OpenBLAS would call it.

@@ -63,23 +63,23 @@ void make_weights(WType type, int64_t n, int64_t k, std::vector<uint8_t>* bytes,
   std::vector<float> row(static_cast<size_t>(k));
   const int64_t nb = k / kQK;
   size_t row_bytes = static_cast<size_t>(k);
-  if (type == WType::k_q8_0) row_bytes = nb * sizeof(BlockQ8_0);
-  if (type == WType::k_q4_0) row_bytes = nb * sizeof(BlockQ4_0);
-  if (type == WType::k_q4_1) row_bytes = nb * sizeof(BlockQ4_1);
+  if (type == WType::kQ8_0) row_bytes = nb * sizeof(BlockQ8_0);
+  if (type == WType::kQ4_0) row_bytes = nb * sizeof(BlockQ4_0);
+  if (type == WType::kQ4_1) row_bytes = nb * sizeof(BlockQ4_1);
   bytes->assign(row_bytes * n, 0);
   scales->assign(static_cast<size_t>(n), 0.0f);
   for (int64_t j = 0; j < n; ++j) {
     for (float& v : row) v = dist(rng);
     uint8_t* dst = bytes->data() + row_bytes * j;
     switch (type) {
-      case WType::k_i8:
+      case WType::kI8:
         (*scales)[j] =
             laya::kernels::quantize_row_i8(row.data(), reinterpret_cast<int8_t*>(dst), k);
         break;
-      case WType::k_q8_0:
+      case WType::kQ8_0:
         laya::kernels::quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(dst), k);
         break;
-      case WType::k_q4_0:
+      case WType::kQ4_0:
         laya::kernels::quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(dst), k);
         break;
       default:
@@ -170,73 +170,73 @@ void BM_matmul_int_gemv(benchmark::State& state) {
 }  // namespace
 
 // GEMM: encoder / prefill shapes.
-BENCHMARK(BM_matmul_int_gemm<WType::k_i8>)
+BENCHMARK(BM_matmul_int_gemm<WType::kI8>)
     ->Args({128, 576, 1536, 1})
     ->Args({128, 1536, 576, 1})
     ->Args({512, 512, 512, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemm<WType::k_q8_0>)
+BENCHMARK(BM_matmul_int_gemm<WType::kQ8_0>)
     ->Args({128, 576, 1536, 1})
     ->Args({512, 512, 512, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0>)
+BENCHMARK(BM_matmul_int_gemm<WType::kQ4_0>)
     ->Args({128, 576, 1536, 1})
     ->Args({512, 512, 512, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemm<WType::k_q4_1>)
+BENCHMARK(BM_matmul_int_gemm<WType::kQ4_1>)
     ->Args({128, 576, 1536, 1})
     ->Unit(benchmark::kMicrosecond);
 // The fallbacks, as % of the VNNI peak (pmaddubsw + pmaddwd peaks at about half of it).
-BENCHMARK(BM_matmul_int_gemm<WType::k_i8, kNoVnni>)
+BENCHMARK(BM_matmul_int_gemm<WType::kI8, kNoVnni>)
     ->Args({128, 576, 1536, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0, kNoVnni>)
+BENCHMARK(BM_matmul_int_gemm<WType::kQ4_0, kNoVnni>)
     ->Args({128, 576, 1536, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemm<WType::k_i8, kAvx2>)
+BENCHMARK(BM_matmul_int_gemm<WType::kI8, kAvx2>)
     ->Args({128, 576, 1536, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0, kAvx2>)
+BENCHMARK(BM_matmul_int_gemm<WType::kQ4_0, kAvx2>)
     ->Args({128, 576, 1536, 1})
     ->Unit(benchmark::kMicrosecond);
 
 // GEMV from DRAM: SmolLM-sized matrices (576 x 1536) cycled through ~200+ MiB, and 4096 x 4096.
-BENCHMARK(BM_matmul_int_gemv<WType::k_i8>)
+BENCHMARK(BM_matmul_int_gemv<WType::kI8>)
     ->Args({1536, 576, 256, 1})
     ->Args({1536, 576, 1, 1})
     ->Args({4096, 4096, 12, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemv<WType::k_q8_0>)
+BENCHMARK(BM_matmul_int_gemv<WType::kQ8_0>)
     ->Args({1536, 576, 256, 1})
     ->Args({1536, 576, 1, 1})
     ->Args({4096, 4096, 12, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemv<WType::k_q4_0>)
+BENCHMARK(BM_matmul_int_gemv<WType::kQ4_0>)
     ->Args({1536, 576, 448, 1})
     ->Args({1536, 576, 1, 1})
     ->Args({4096, 4096, 24, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul_int_gemv<WType::k_q4_1>)
+BENCHMARK(BM_matmul_int_gemv<WType::kQ4_1>)
     ->Args({1536, 576, 448, 1})
     ->Args({1536, 576, 1, 1})
     ->Args({4096, 4096, 24, 1})
     ->Unit(benchmark::kMicrosecond);
 
 // 2 threads (both cores; the pool's worker spins): prefill GEMM and decode GEMV from DRAM.
-BENCHMARK(BM_matmul_int_gemm<WType::k_i8>)
+BENCHMARK(BM_matmul_int_gemm<WType::kI8>)
     ->Args({128, 576, 1536, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_matmul_int_gemm<WType::k_q4_0>)
+BENCHMARK(BM_matmul_int_gemm<WType::kQ4_0>)
     ->Args({128, 576, 1536, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_matmul_int_gemv<WType::k_q8_0>)
+BENCHMARK(BM_matmul_int_gemv<WType::kQ8_0>)
     ->Args({1536, 576, 256, 2})
     ->Args({4096, 4096, 12, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_matmul_int_gemv<WType::k_q4_0>)
+BENCHMARK(BM_matmul_int_gemv<WType::kQ4_0>)
     ->Args({1536, 576, 448, 2})
     ->Args({4096, 4096, 24, 2})
     ->Unit(benchmark::kMicrosecond)

@@ -28,34 +28,34 @@ std::vector<uint8_t> make_weight(WType type, int64_t n, int64_t k, std::vector<f
   std::vector<uint8_t> out;
   const size_t nk = static_cast<size_t>(n * k);
   switch (type) {
-    case WType::k_f32:
+    case WType::kF32:
       out.resize(nk * 4);
       std::memcpy(out.data(), w.data(), out.size());
       break;
-    case WType::k_f16:
-    case WType::k_bf16: {
+    case WType::kF16:
+    case WType::kBF16: {
       out.resize(nk * 2);
       uint16_t* h = reinterpret_cast<uint16_t*>(out.data());
       for (size_t i = 0; i < nk; ++i)
-        h[i] = type == WType::k_f16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
+        h[i] = type == WType::kF16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
       break;
     }
-    case WType::k_i8:
+    case WType::kI8:
       out.resize(nk);
       scales->resize(static_cast<size_t>(n));
       for (int64_t r = 0; r < n; ++r)
         (*scales)[static_cast<size_t>(r)] =
             quantize_row_i8(w.data() + r * k, reinterpret_cast<int8_t*>(out.data()) + r * k, k);
       break;
-    case WType::k_q8_0:
+    case WType::kQ8_0:
       out.resize(nk / kQK * sizeof(BlockQ8_0));
       quantize_row_q8_0(w.data(), reinterpret_cast<BlockQ8_0*>(out.data()), n * k);
       break;
-    case WType::k_q4_0:
+    case WType::kQ4_0:
       out.resize(nk / kQK * sizeof(BlockQ4_0));
       quantize_row_q4_0(w.data(), reinterpret_cast<BlockQ4_0*>(out.data()), n * k);
       break;
-    case WType::k_q4_1:
+    case WType::kQ4_1:
       out.resize(nk / kQK * sizeof(BlockQ4_1));
       quantize_row_q4_1(w.data(), reinterpret_cast<BlockQ4_1*>(out.data()), n * k);
       break;
@@ -103,12 +103,12 @@ double peak_of(const char* kind) {
 
 // Registered from the manifest: GEMM at m = 128 (prefill) and m = 1 (decode, weights in cache).
 const int kRegistered = [] {
-#define MATMUL_WTYPE(name, family, peak)                                                   \
-  benchmark::RegisterBenchmark(                                                            \
-      "BM_matmul_manifest/" #name,                                                         \
-      [](benchmark::State& s) { BM_matmul_manifest(s, WType::k_##name, peak_of(#peak)); }) \
-      ->ArgName("m")                                                                       \
-      ->Arg(128)                                                                           \
+#define MATMUL_WTYPE(name, Name, family, peak)                                            \
+  benchmark::RegisterBenchmark(                                                           \
+      "BM_matmul_manifest/" #name,                                                        \
+      [](benchmark::State& s) { BM_matmul_manifest(s, WType::k##Name, peak_of(#peak)); }) \
+      ->ArgName("m")                                                                      \
+      ->Arg(128)                                                                          \
       ->Arg(1);
 #include "kernels/matmul.inc"
 #undef MATMUL_WTYPE

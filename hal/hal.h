@@ -6,10 +6,10 @@
 // registration. hal/null/ is the skeleton to copy (its README lists the steps).
 //
 // Lifecycle of one subgraph on one backend (the session drives it; see runtime/session.h):
-//   supports(node)   per node, at prepare: ok, or kUnsupported with the reason the scheduler
-//   records prepare(sg)      validate, choose kernels, size memory            -> Executable (small,
-//   heap) load(exe, mem)   pack weights into caller-owned persistent memory (still the prepare
-//   phase) reshape(exe, v)  new concrete shapes: per-shape decisions; allocates nothing
+//   supports(node)   per node, at prepare: ok, or kUnsupported with the reason the scheduler records
+//   prepare(sg)      validate, choose kernels, size memory                  -> Executable (small, heap)
+//   load(exe, mem)   pack weights into caller-owned persistent memory (still the prepare phase)
+//   reshape(exe, v)  new concrete shapes: per-shape decisions; allocates nothing
 //   execute(exe, c)  run; allocates nothing, validates nothing but indices read from tensors
 //
 // Errors: every entry returns Status / Result (ir/status.h); a backend never aborts or throws.

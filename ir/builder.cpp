@@ -168,27 +168,27 @@ ValueId GraphBuilder::node1(Op op, const std::vector<ValueId>& inputs, const Att
 }
 
 ValueId GraphBuilder::embedding(ValueId table, ValueId ids, const std::string& name) {
-  return node1(Op::k_embedding, {table, ids}, {}, name);
+  return node1(Op::kEmbedding, {table, ids}, {}, name);
 }
 ValueId GraphBuilder::matmul(ValueId x, ValueId w, ValueId bias, const std::string& name) {
-  return node1(Op::k_matmul, {x, w, bias}, {}, name);
+  return node1(Op::kMatMul, {x, w, bias}, {}, name);
 }
 ValueId GraphBuilder::add(ValueId a, ValueId b, const std::string& name) {
-  return node1(Op::k_add, {a, b}, {}, name);
+  return node1(Op::kAdd, {a, b}, {}, name);
 }
 ValueId GraphBuilder::mul(ValueId a, ValueId b, const std::string& name) {
-  return node1(Op::k_mul, {a, b}, {}, name);
+  return node1(Op::kMul, {a, b}, {}, name);
 }
 ValueId GraphBuilder::layernorm(ValueId x, ValueId gamma, ValueId beta, float eps,
                                 const std::string& name) {
   Attrs a;
   a.eps = eps;
-  return node1(Op::k_layernorm, {x, gamma, beta}, a, name);
+  return node1(Op::kLayerNorm, {x, gamma, beta}, a, name);
 }
 ValueId GraphBuilder::rmsnorm(ValueId x, ValueId gamma, float eps, const std::string& name) {
   Attrs a;
   a.eps = eps;
-  return node1(Op::k_rmsnorm, {x, gamma}, a, name);
+  return node1(Op::kRmsNorm, {x, gamma}, a, name);
 }
 ValueId GraphBuilder::rope(ValueId x, ValueId positions, int32_t head_dim, float theta,
                            RopeMode mode, int32_t rotary_dim, const std::string& name) {
@@ -197,36 +197,36 @@ ValueId GraphBuilder::rope(ValueId x, ValueId positions, int32_t head_dim, float
   a.rope_theta = theta;
   a.rope_mode = mode;
   a.rotary_dim = rotary_dim;
-  return node1(Op::k_rope, {x, positions}, a, name);
+  return node1(Op::kRope, {x, positions}, a, name);
 }
 ValueId GraphBuilder::attention(ValueId q, ValueId k, ValueId v, ValueId key_mask,
                                 const Attrs& attrs, const std::string& name) {
-  return node1(Op::k_attention, {q, k, v, key_mask}, attrs, name);
+  return node1(Op::kAttention, {q, k, v, key_mask}, attrs, name);
 }
 ValueId GraphBuilder::gelu(ValueId x, ActKind act, const std::string& name) {
   Attrs a;
   a.act = act;
-  return node1(Op::k_gelu, {x}, a, name);
+  return node1(Op::kGelu, {x}, a, name);
 }
 ValueId GraphBuilder::silu(ValueId x, const std::string& name) {
-  return node1(Op::k_silu, {x}, {}, name);
+  return node1(Op::kSilu, {x}, {}, name);
 }
 ValueId GraphBuilder::relu(ValueId x, const std::string& name) {
-  return node1(Op::k_relu, {x}, {}, name);
+  return node1(Op::kRelu, {x}, {}, name);
 }
 ValueId GraphBuilder::softmax(ValueId x, const std::string& name) {
-  return node1(Op::k_softmax, {x}, {}, name);
+  return node1(Op::kSoftmax, {x}, {}, name);
 }
 ValueId GraphBuilder::glu(ValueId x, ActKind act, const std::string& name) {
   Attrs a;
   a.act = act;
-  return node1(Op::k_glu, {x}, a, name);
+  return node1(Op::kGlu, {x}, a, name);
 }
 std::vector<ValueId> GraphBuilder::split(ValueId x, const std::vector<int64_t>& sizes,
                                          const std::string& name) {
   Attrs a;
   a.sizes = sizes;
-  return node(Op::k_split, {x}, a, name);
+  return node(Op::kSplit, {x}, a, name);
 }
 
 void GraphBuilder::output(ValueId v, const std::string& name) {

@@ -2,9 +2,9 @@
 //
 //   GraphBuilder b;
 //   int seq = b.symbol("seq", 1, 512);
-//   ValueId ids = b.input("ids", DType::k_i32, Shape::of({Dim::fixed(1), Dim::sym(seq)}),
+//   ValueId ids = b.input("ids", DType::kI32, Shape::of({Dim::fixed(1), Dim::sym(seq)}),
 //                         InputRole::kTokenIds);
-//   ValueId emb = b.weight("tok_emb", DType::k_f32, Shape::fixed({vocab, d}), data, bytes);
+//   ValueId emb = b.weight("tok_emb", DType::kF32, Shape::fixed({vocab, d}), data, bytes);
 //   ValueId x = b.embedding(emb, ids);
 //   ...
 //   b.output(x, "hidden");
@@ -53,11 +53,12 @@ class GraphBuilder {
                     const std::string& name = "");
   ValueId rmsnorm(ValueId x, ValueId gamma, float eps, const std::string& name = "");
   ValueId rope(ValueId x, ValueId positions, int32_t head_dim, float theta,
-               RopeMode mode = kRopeNeox, int32_t rotary_dim = 0, const std::string& name = "");
+               RopeMode mode = RopeMode::kNeox, int32_t rotary_dim = 0,
+               const std::string& name = "");
   // attrs: n_heads, n_kv_heads, head_dim, scale, mask, window.
   ValueId attention(ValueId q, ValueId k, ValueId v, ValueId key_mask, const Attrs& attrs,
                     const std::string& name = "");
-  ValueId gelu(ValueId x, ActKind act = kActGeluErf, const std::string& name = "");
+  ValueId gelu(ValueId x, ActKind act = ActKind::kGeluErf, const std::string& name = "");
   ValueId silu(ValueId x, const std::string& name = "");
   ValueId relu(ValueId x, const std::string& name = "");
   ValueId softmax(ValueId x, const std::string& name = "");

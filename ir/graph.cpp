@@ -7,7 +7,7 @@ namespace laya::ir {
 namespace {
 
 constexpr OpInfo kOps[] = {
-#define OP(name, min_in, max_in, n_out) {#name, min_in, max_in, n_out},
+#define OP(name, Name, min_in, max_in, n_out) {#name, min_in, max_in, n_out},
 #include "ir/ops.inc"
 #undef OP
 };

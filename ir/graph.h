@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/attr_enums.h"
 #include "ir/status.h"
 #include "ir/types.h"
 
@@ -32,7 +33,7 @@ inline constexpr NodeId kNoNode = UINT32_MAX;
 // ---- ops -------------------------------------------------------------------------------------
 
 enum class Op : uint16_t {
-#define OP(name, min_in, max_in, n_out) k_##name,
+#define OP(name, Name, min_in, max_in, n_out) k##Name,
 #include "ir/ops.inc"
 #undef OP
   kCount
@@ -50,11 +51,6 @@ inline const char* op_name(Op op) {
   return op_info(op).name;
 }
 bool op_is_valid(uint32_t raw);
-
-// Values of the enum-like attributes (see ir/ops.inc).
-enum RopeMode : int32_t { kRopeNeox = 0, kRopeGptj = 1 };
-enum MaskKind : int32_t { kMaskNone = 0, kMaskCausal = 1 };
-enum ActKind : int32_t { kActGeluErf = 0, kActGeluTanh = 1, kActSilu = 2, kActRelu = 3 };
 
 // All node attributes; each op reads the ones ir/ops.inc lists and ignores the rest.
 struct Attrs {
@@ -86,7 +82,7 @@ const char* input_role_name(InputRole r);
 
 struct Value {
   std::string name;
-  DType dtype = DType::k_f32;
+  DType dtype = DType::kF32;
   Shape shape;
   Quant quant;
   ValueKind kind = ValueKind::kActivation;
@@ -97,7 +93,7 @@ struct Value {
 };
 
 struct Node {
-  Op op = Op::k_add;
+  Op op = Op::kAdd;
   std::string name;
   std::vector<ValueId> inputs;  // optional inputs are trailing and simply absent
   std::vector<ValueId> outputs;

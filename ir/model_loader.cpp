@@ -15,15 +15,15 @@
 namespace laya::ir {
 
 // The schema enums mirror the IR's X-macro lists by position.
-#define DTYPE(name, block_elems, block_bytes, kind)                                     \
-  static_assert(static_cast<int>(fb::DType::name) == static_cast<int>(DType::k_##name), \
+#define DTYPE(name, Name, block_elems, block_bytes, kind)                              \
+  static_assert(static_cast<int>(fb::DType::name) == static_cast<int>(DType::k##Name), \
                 "laya.fbs DType differs from ir/dtypes.inc at " #name);
 #include "ir/dtypes.inc"
 #undef DTYPE
 static_assert(static_cast<int>(fb::DType::MAX) + 1 == static_cast<int>(DType::kCount),
               "laya.fbs DType has a different number of values than ir/dtypes.inc");
-#define OP(name, min_in, max_in, n_out)                                           \
-  static_assert(static_cast<int>(fb::Op::name) == static_cast<int>(Op::k_##name), \
+#define OP(name, Name, min_in, max_in, n_out)                                    \
+  static_assert(static_cast<int>(fb::Op::name) == static_cast<int>(Op::k##Name), \
                 "laya.fbs Op differs from ir/ops.inc at " #name);
 #include "ir/ops.inc"
 #undef OP
@@ -353,7 +353,7 @@ Status Parser::nodes() {
       }
     }
     if (const fb::Attrs* a = fn.attrs()) {
-#define ATTR(type, name, def) n.attrs.name = a->name();
+#define ATTR(type, name, def) n.attrs.name = static_cast<type>(a->name());
 #include "ir/attrs.inc"
 #undef ATTR
       if (!aligned_elements(a->sizes()))

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ir/laya_generated.h"
@@ -69,13 +70,22 @@ Offset<fb::Value> write_value(FlatBufferBuilder& b, const Value& v, const fb::Ex
                          shape, shape_terms, quant, data);
 }
 
+// An attribute as the file stores it: enum attributes as their int32 value.
+template <class T>
+auto stored(T v) {
+  if constexpr (std::is_enum_v<T>)
+    return static_cast<std::underlying_type_t<T>>(v);
+  else
+    return v;
+}
+
 Offset<fb::Node> write_node(FlatBufferBuilder& b, const Node& n) {
   const auto name = str(b, n.name);
   const auto inputs = b.CreateVector(n.inputs);
   const auto outputs = b.CreateVector(n.outputs);
   const auto sizes = b.CreateVector(n.attrs.sizes);
   fb::AttrsBuilder ab(b);
-#define ATTR(type, name, def) ab.add_##name(n.attrs.name);
+#define ATTR(type, name, def) ab.add_##name(stored(n.attrs.name));
 #include "ir/attrs.inc"
 #undef ATTR
   ab.add_sizes(sizes);

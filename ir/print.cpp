@@ -27,6 +27,22 @@ std::string type_str(const Graph& g, const Value& v) {
   return s;
 }
 
+std::string attr_value(float v) {
+  return fmt("%g", static_cast<double>(v));
+}
+std::string attr_value(int32_t v) {
+  return std::to_string(v);
+}
+std::string attr_value(ActKind v) {
+  return act_name(v);
+}
+std::string attr_value(RopeMode v) {
+  return rope_mode_name(v);
+}
+std::string attr_value(MaskKind v) {
+  return mask_kind_name(v);
+}
+
 std::string attrs_str(const Attrs& a) {
   static const Attrs defaults;
   std::string s;
@@ -35,7 +51,7 @@ std::string attrs_str(const Attrs& a) {
     s += std::string(name) + "=" + value;
   };
 #define ATTR(type, name, def) \
-  if (!(a.name == defaults.name)) add(#name, fmt("%g", static_cast<double>(a.name)));
+  if (!(a.name == defaults.name)) add(#name, attr_value(a.name));
 #include "ir/attrs.inc"
 #undef ATTR
   if (!a.sizes.empty()) {

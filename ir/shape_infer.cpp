@@ -69,19 +69,19 @@ bool is_suffix(const Shape& b, const Shape& a) {
 
 bool weight_dtype_ok(DType dtype, const Quant& q) {
   switch (dtype) {
-    case DType::k_f32:
-    case DType::k_f16:
-    case DType::k_bf16:
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
       return q.kind == QuantKind::kNone;
-    case DType::k_i8:
+    case DType::kI8:
       if (!q.zero_points.empty()) {
         for (int32_t z : q.zero_points)
           if (z != 0) return false;
       }
       return q.kind == QuantKind::kPerTensor || (q.kind == QuantKind::kPerChannel && q.axis == 0);
-    case DType::k_q8_0:
-    case DType::k_q4_0:
-    case DType::k_q4_1:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
       return q.kind == QuantKind::kBlock;
     default:
       return false;
@@ -116,22 +116,22 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
   const Attrs& a = n.attrs;
 
   switch (n.op) {
-    case Op::k_embedding: {
+    case Op::kEmbedding: {
       const Value& table = c.in(0);
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 2, 2, "table"));
       if (!weight_dtype_ok(table.dtype, table.quant))
         return c.err(StatusCode::kGraphQuantMismatch,
                      std::string("table dtype ") + dtype_name(table.dtype) + " with " +
                          quant_kind_name(table.quant.kind) + " quantization is not supported");
-      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::k_i32, "ids"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "ids"));
       LAYA_RETURN_IF_ERROR(c.want_rank(1, 0, kMaxRank - 1, "ids"));
       o.shape = c.in(1).shape;
       o.shape.dims[o.shape.rank++] = table.shape.dims[1];
       return Status::ok();
     }
-    case Op::k_matmul: {
+    case Op::kMatMul: {
       const Value& w = c.in(1);
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(1, 2, 2, "weight"));
       if (!weight_dtype_ok(w.dtype, w.quant))
@@ -141,7 +141,7 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       LAYA_RETURN_IF_ERROR(
           c.want_eq(c.in(0).shape.back(), w.shape.dims[1], "x [..., K] vs w [N, K]"));
       if (c.has(2)) {
-        LAYA_RETURN_IF_ERROR(c.want_dtype(2, DType::k_f32, "bias"));
+        LAYA_RETURN_IF_ERROR(c.want_dtype(2, DType::kF32, "bias"));
         LAYA_RETURN_IF_ERROR(c.want_rank(2, 1, 1, "bias"));
         LAYA_RETURN_IF_ERROR(
             c.want_eq(c.in(2).shape.dims[0], w.shape.dims[0], "bias [N] vs w [N, K]"));
@@ -149,23 +149,23 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       o.shape = with_last(c.in(0).shape, w.shape.dims[0]);
       return Status::ok();
     }
-    case Op::k_add:
-    case Op::k_mul: {
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "a"));
-      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::k_f32, "b"));
+    case Op::kAdd:
+    case Op::kMul: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "a"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kF32, "b"));
       if (!is_suffix(c.in(1).shape, c.in(0).shape))
         return c.err(StatusCode::kGraphShapeMismatch,
                      "b " + c.shp(c.in(1).shape) + " is not a suffix of a " + c.shp(c.in(0).shape));
       o.shape = c.in(0).shape;
       return Status::ok();
     }
-    case Op::k_layernorm:
-    case Op::k_rmsnorm: {
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+    case Op::kLayerNorm:
+    case Op::kRmsNorm: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       for (size_t i = 1; i < n.inputs.size(); ++i) {
         const char* role = i == 1 ? "gamma" : "beta";
-        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::k_f32, role));
+        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::kF32, role));
         LAYA_RETURN_IF_ERROR(c.want_rank(i, 1, 1, role));
         LAYA_RETURN_IF_ERROR(c.want_eq(c.in(i).shape.dims[0], c.in(0).shape.back(),
                                        std::string(role) + " [D] vs x [..., D]"));
@@ -174,10 +174,10 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       o.shape = c.in(0).shape;
       return Status::ok();
     }
-    case Op::k_rope: {
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+    case Op::kRope: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 3, 3, "x"));
-      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::k_i32, "positions"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "positions"));
       LAYA_RETURN_IF_ERROR(c.want_rank(1, 2, 2, "positions"));
       LAYA_RETURN_IF_ERROR(
           c.want_eq(c.in(1).shape.dims[0], c.in(0).shape.dims[0], "batch of positions vs x"));
@@ -192,17 +192,18 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       if (rot <= 0 || rot > a.head_dim || rot % 2 != 0)
         return c.err(StatusCode::kGraphBadAttribute, "rotary_dim " + std::to_string(a.rotary_dim) +
                                                          " must be even and <= head_dim");
-      if (a.rope_mode != kRopeNeox && a.rope_mode != kRopeGptj)
-        return c.err(StatusCode::kGraphBadAttribute, "rope_mode " + std::to_string(a.rope_mode));
+      if (!enum_is_valid(a.rope_mode))
+        return c.err(StatusCode::kGraphBadAttribute,
+                     "rope_mode " + std::to_string(static_cast<int32_t>(a.rope_mode)));
       if (!(a.rope_theta > 0.0f))
         return c.err(StatusCode::kGraphBadAttribute, "rope_theta must be > 0");
       o.shape = c.in(0).shape;
       return Status::ok();
     }
-    case Op::k_attention: {
+    case Op::kAttention: {
       for (size_t i = 0; i < 3; ++i) {
         const char* role = i == 0 ? "q" : i == 1 ? "k" : "v";
-        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::k_f32, role));
+        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::kF32, role));
         LAYA_RETURN_IF_ERROR(c.want_rank(i, 3, 3, role));
       }
       if (a.n_heads <= 0 || a.n_kv_heads <= 0 || a.head_dim <= 0 || a.n_heads % a.n_kv_heads != 0)
@@ -220,45 +221,47 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[0], q.dims[0], "v batch vs q batch"));
       LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[1], k.dims[1], "v length vs k length"));
       if (c.has(3)) {
-        LAYA_RETURN_IF_ERROR(c.want_dtype(3, DType::k_i32, "key_mask"));
+        LAYA_RETURN_IF_ERROR(c.want_dtype(3, DType::kI32, "key_mask"));
         LAYA_RETURN_IF_ERROR(c.want_rank(3, 2, 2, "key_mask"));
         LAYA_RETURN_IF_ERROR(
             c.want_eq(c.in(3).shape.dims[0], q.dims[0], "key_mask batch vs q batch"));
         LAYA_RETURN_IF_ERROR(
             c.want_eq(c.in(3).shape.dims[1], k.dims[1], "key_mask length vs k length"));
       }
-      if (a.mask != kMaskNone && a.mask != kMaskCausal)
-        return c.err(StatusCode::kGraphBadAttribute, "mask " + std::to_string(a.mask));
+      if (!enum_is_valid(a.mask))
+        return c.err(StatusCode::kGraphBadAttribute,
+                     "mask " + std::to_string(static_cast<int32_t>(a.mask)));
       if (a.window < -1) return c.err(StatusCode::kGraphBadAttribute, "window must be >= -1");
       if (!(a.scale >= 0.0f)) return c.err(StatusCode::kGraphBadAttribute, "scale must be >= 0");
       o.shape = q;
       return Status::ok();
     }
-    case Op::k_gelu:
-      if (a.act != kActGeluErf && a.act != kActGeluTanh)
+    case Op::kGelu:
+      if (a.act != ActKind::kGeluErf && a.act != ActKind::kGeluTanh)
         return c.err(StatusCode::kGraphBadAttribute, "gelu act must be erf (0) or tanh (1)");
       [[fallthrough]];
-    case Op::k_silu:
-    case Op::k_relu:
-    case Op::k_softmax:
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+    case Op::kSilu:
+    case Op::kRelu:
+    case Op::kSoftmax:
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       o.shape = c.in(0).shape;
       return Status::ok();
-    case Op::k_glu: {
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+    case Op::kGlu: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       LAYA_ASSIGN_OR_RETURN(const int64_t width, c.fixed_last(0, "x"));
       if (width % 2 != 0)
         return c.err(StatusCode::kGraphShapeMismatch,
                      "last dimension " + std::to_string(width) + " is odd");
-      if (a.act < kActGeluErf || a.act > kActRelu)
-        return c.err(StatusCode::kGraphBadAttribute, "act " + std::to_string(a.act));
+      if (!enum_is_valid(a.act))
+        return c.err(StatusCode::kGraphBadAttribute,
+                     "act " + std::to_string(static_cast<int32_t>(a.act)));
       o.shape = with_last(c.in(0).shape, Dim::fixed(width / 2));
       return Status::ok();
     }
-    case Op::k_split: {
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::k_f32, "x"));
+    case Op::kSplit: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       LAYA_ASSIGN_OR_RETURN(const int64_t width, c.fixed_last(0, "x"));
       if (a.sizes.empty()) return c.err(StatusCode::kGraphBadAttribute, "sizes is empty");

@@ -8,7 +8,7 @@
 namespace laya::ir {
 
 struct InferredOutput {
-  DType dtype = DType::k_f32;
+  DType dtype = DType::kF32;
   Shape shape;
 };
 

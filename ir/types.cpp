@@ -11,7 +11,7 @@ constexpr DTypeInfo kDTypes[] = {
 #define F DTypeKind::kFloat
 #define I DTypeKind::kInteger
 #define B DTypeKind::kBlock
-#define DTYPE(name, block_elems, block_bytes, kind) {#name, block_elems, block_bytes, kind},
+#define DTYPE(name, Name, block_elems, block_bytes, kind) {#name, block_elems, block_bytes, kind},
 #include "ir/dtypes.inc"
 #undef DTYPE
 #undef F

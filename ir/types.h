@@ -19,7 +19,7 @@ namespace laya::ir {
 // ---- dtypes ----------------------------------------------------------------------------------
 
 enum class DType : uint8_t {
-#define DTYPE(name, block_elems, block_bytes, kind) k_##name,
+#define DTYPE(name, Name, block_elems, block_bytes, kind) k##Name,
 #include "ir/dtypes.inc"
 #undef DTYPE
   kCount

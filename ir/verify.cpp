@@ -39,13 +39,11 @@ Status check_quant(ValueId id, const Value& v) {
                    std::to_string(info.block_elems));
       return Status::ok();
     case QuantKind::kPerTensor:
-      if (v.dtype != DType::k_i8 && v.dtype != DType::k_u8)
-        return bad("only i8 / u8 are quantized");
+      if (v.dtype != DType::kI8 && v.dtype != DType::kU8) return bad("only i8 / u8 are quantized");
       if (q.scales.size() != 1 || q.zero_points.size() > 1) return bad("needs exactly one scale");
       return Status::ok();
     case QuantKind::kPerChannel: {
-      if (v.dtype != DType::k_i8 && v.dtype != DType::k_u8)
-        return bad("only i8 / u8 are quantized");
+      if (v.dtype != DType::kI8 && v.dtype != DType::kU8) return bad("only i8 / u8 are quantized");
       if (q.axis < 0 || q.axis >= v.shape.rank) return bad("axis out of range");
       const Dim& d = v.shape.dims[q.axis];
       if (!d.is_fixed()) return bad("the channel axis must have a fixed size");

@@ -2,8 +2,7 @@
 // row-major buffers. kernels/ depends on Highway only: no IR types, no TBB, no allocation.
 //
 // Two implementations fill the same table:
-//  - kernel_table_ref(): scalar reference kernels (kernels/ref/, one op per file, obviously
-//  correct,
+//  - kernel_table_ref(): scalar reference kernels (kernels/ref/, one op per file, obviously correct,
 //    slow). They define the semantics; every optimized kernel is tested against them.
 //  - kernel_table_hwy(target): Highway kernels (kernels/hwy/*-inl.h) for one compiled target.
 //    The target is chosen once, when the table is built; nothing dispatches inside a loop.
@@ -24,7 +23,12 @@
 #include <utility>
 #include <vector>
 
+#include "ir/attr_enums.h"
+
 namespace laya::kernels {
+
+using ir::ActKind;
+using ir::RopeMode;
 
 // ---- threading -------------------------------------------------------------------------------
 
@@ -56,7 +60,7 @@ void parallel_for(const ThreadPool* pool, int64_t n, int64_t grain, F&& f) {
 // ---- weight types ----------------------------------------------------------------------------
 
 enum class WType : uint8_t {
-#define MATMUL_WTYPE(name, family, peak) k_##name,
+#define MATMUL_WTYPE(name, Name, family, peak) k##Name,
 #include "kernels/matmul.inc"
 #undef MATMUL_WTYPE
   kCount
@@ -116,18 +120,7 @@ struct AttentionArgs {
   int64_t window = -1;
 };
 
-// Elementwise activations (kernels/act.inc); the values equal ir::ActKind.
-enum class Act : int32_t {
-#define ACT(Name, name) k##Name,
-#include "kernels/act.inc"
-#undef ACT
-  kCount
-};
-inline constexpr int kActCount = static_cast<int>(Act::kCount);
-const char* act_name(Act a);
 enum class Binary : int32_t { kAdd = 0, kMul = 1 };
-// RoPE pairing; the values equal ir::RopeMode.
-enum class Rope : int32_t { kNeox = 0, kGptj = 1 };
 
 // ---- the table -------------------------------------------------------------------------------
 
@@ -158,12 +151,12 @@ struct KernelTable {
   // contiguous) by angle pos[t] * theta^(-2i/rotary_dim); the remaining dims are copied. x may
   // equal y. Neox pairs dims (i, i + rotary_dim/2); Gptj pairs (2i, 2i+1).
   void (*rope)(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t n_heads,
-               int32_t head_dim, int32_t rotary_dim, float theta, Rope mode,
+               int32_t head_dim, int32_t rotary_dim, float theta, RopeMode mode,
                const ThreadPool* pool) = nullptr;
   // y = act(x) elementwise over n values; x may equal y.
-  void (*unary)(Act act, const float* x, float* y, int64_t n, const ThreadPool* pool) = nullptr;
+  void (*unary)(ActKind act, const float* x, float* y, int64_t n, const ThreadPool* pool) = nullptr;
   // y[r, j] = act(x[r, j]) * x[r, f + j] for rows of 2f inputs and f outputs (GeGLU / SwiGLU).
-  void (*glu)(Act act, const float* x, float* y, int64_t rows, int64_t f,
+  void (*glu)(ActKind act, const float* x, float* y, int64_t rows, int64_t f,
               const ThreadPool* pool) = nullptr;
   // y[r, :] = softmax(x[r, :]); x may equal y.
   void (*softmax)(const float* x, float* y, int64_t rows, int64_t dim,

@@ -32,7 +32,7 @@ class Maker {
     for (int64_t d : dims) n *= d;
     std::vector<float> w(static_cast<size_t>(n));
     for (float& x : w) x = uniform(lo, hi);
-    return b.weight(name, DType::k_f32, shape(dims), w.data(), w.size() * sizeof(float));
+    return b.weight(name, DType::kF32, shape(dims), w.data(), w.size() * sizeof(float));
   }
 
   ValueId gamma(const std::string& name, int64_t d) {
@@ -47,35 +47,35 @@ class Maker {
     const Shape s = Shape::fixed({n, k});
     ir::Quant q;
     switch (cfg_.matmul_dtype) {
-      case DType::k_f32:
-        return b.weight(name, DType::k_f32, s, w.data(), w.size() * 4);
-      case DType::k_f16:
-      case DType::k_bf16: {
+      case DType::kF32:
+        return b.weight(name, DType::kF32, s, w.data(), w.size() * 4);
+      case DType::kF16:
+      case DType::kBF16: {
         std::vector<uint16_t> h(w.size());
         for (size_t i = 0; i < w.size(); ++i)
-          h[i] = cfg_.matmul_dtype == DType::k_f16 ? kernels::f32_to_f16(w[i])
-                                                   : kernels::f32_to_bf16(w[i]);
+          h[i] = cfg_.matmul_dtype == DType::kF16 ? kernels::f32_to_f16(w[i])
+                                                  : kernels::f32_to_bf16(w[i]);
         return b.weight(name, cfg_.matmul_dtype, s, h.data(), h.size() * 2);
       }
-      case DType::k_q8_0:
-      case DType::k_q4_0:
-      case DType::k_q4_1: {
+      case DType::kQ8_0:
+      case DType::kQ4_0:
+      case DType::kQ4_1: {
         if (k % kernels::kQK != 0) break;
         q.kind = ir::QuantKind::kBlock;
         const int64_t blocks = n * k / kernels::kQK;
-        if (cfg_.matmul_dtype == DType::k_q8_0) {
+        if (cfg_.matmul_dtype == DType::kQ8_0) {
           std::vector<kernels::BlockQ8_0> blk(static_cast<size_t>(blocks));
           kernels::quantize_row_q8_0(w.data(), blk.data(), n * k);
-          return b.weight(name, DType::k_q8_0, s, blk.data(), blk.size() * sizeof blk[0], q);
+          return b.weight(name, DType::kQ8_0, s, blk.data(), blk.size() * sizeof blk[0], q);
         }
-        if (cfg_.matmul_dtype == DType::k_q4_0) {
+        if (cfg_.matmul_dtype == DType::kQ4_0) {
           std::vector<kernels::BlockQ4_0> blk(static_cast<size_t>(blocks));
           kernels::quantize_row_q4_0(w.data(), blk.data(), n * k);
-          return b.weight(name, DType::k_q4_0, s, blk.data(), blk.size() * sizeof blk[0], q);
+          return b.weight(name, DType::kQ4_0, s, blk.data(), blk.size() * sizeof blk[0], q);
         }
         std::vector<kernels::BlockQ4_1> blk(static_cast<size_t>(blocks));
         kernels::quantize_row_q4_1(w.data(), blk.data(), n * k);
-        return b.weight(name, DType::k_q4_1, s, blk.data(), blk.size() * sizeof blk[0], q);
+        return b.weight(name, DType::kQ4_1, s, blk.data(), blk.size() * sizeof blk[0], q);
       }
       default:
         break;
@@ -124,9 +124,9 @@ Result<ir::Graph> make_tiny_encoder(const TinyModelConfig& cfg, uint64_t seed) {
   const int batch = b.symbol("batch", 1, cfg.max_batch);
   const int seq = b.symbol("seq", 1, cfg.max_seq);
   const Shape bs = Shape::of({ir::Dim::sym(batch), ir::Dim::sym(seq)});
-  const ValueId ids = b.input("ids", DType::k_i32, bs, ir::InputRole::kTokenIds);
-  const ValueId pos = b.input("positions", DType::k_i32, bs, ir::InputRole::kPositions);
-  const ValueId mask = b.input("key_mask", DType::k_i32, bs, ir::InputRole::kKeyMask);
+  const ValueId ids = b.input("ids", DType::kI32, bs, ir::InputRole::kTokenIds);
+  const ValueId pos = b.input("positions", DType::kI32, bs, ir::InputRole::kPositions);
+  const ValueId mask = b.input("key_mask", DType::kI32, bs, ir::InputRole::kKeyMask);
 
   const ValueId emb = m.f32_weight("tok_emb", {cfg.vocab, d}, -1.0f, 1.0f);
   ValueId x = b.embedding(emb, ids, "embed");
@@ -141,22 +141,22 @@ Result<ir::Graph> make_tiny_encoder(const TinyModelConfig& cfg, uint64_t seed) {
     const std::vector<ValueId> parts = b.split(qkv, {d, d, d}, p + "split");
     if (parts.size() != 3) return m.finish();  // the builder's sticky error
     const float theta = global ? cfg.rope_theta_global : cfg.rope_theta_local;
-    const ValueId q =
-        b.rope(parts[0], pos, static_cast<int32_t>(hd), theta, ir::kRopeNeox, 0, p + "rope_q");
-    const ValueId k =
-        b.rope(parts[1], pos, static_cast<int32_t>(hd), theta, ir::kRopeNeox, 0, p + "rope_k");
+    const ValueId q = b.rope(parts[0], pos, static_cast<int32_t>(hd), theta, ir::RopeMode::kNeox, 0,
+                             p + "rope_q");
+    const ValueId k = b.rope(parts[1], pos, static_cast<int32_t>(hd), theta, ir::RopeMode::kNeox, 0,
+                             p + "rope_k");
     ir::Attrs a;
     a.n_heads = cfg.n_heads;
     a.n_kv_heads = cfg.n_heads;
     a.head_dim = static_cast<int32_t>(hd);
-    a.mask = ir::kMaskNone;
+    a.mask = ir::MaskKind::kNone;
     a.window = global ? -1 : cfg.local_window;
     const ValueId att = b.attention(q, k, parts[2], mask, a, p + "attn");
     const ValueId o = b.matmul(att, m.matmul_weight(p + "wo", d, d), ir::kNoValue, p + "attn_out");
     x = b.add(x, o, p + "attn_res");
     h = b.layernorm(x, m.gamma(p + "mlp_norm", d), ir::kNoValue, cfg.eps, p + "mlp_norm");
     h = b.matmul(h, m.matmul_weight(p + "wi", 2 * cfg.d_ff, d), ir::kNoValue, p + "mlp_in");
-    h = b.glu(h, ir::kActGeluErf, p + "geglu");
+    h = b.glu(h, ir::ActKind::kGeluErf, p + "geglu");
     h = b.matmul(h, m.matmul_weight(p + "wo2", d, cfg.d_ff), ir::kNoValue, p + "mlp_out");
     x = b.add(x, h, p + "mlp_res");
   }
@@ -174,8 +174,8 @@ Result<ir::Graph> make_tiny_decoder(const TinyModelConfig& cfg, uint64_t seed) {
   const int batch = b.symbol("batch", 1, cfg.max_batch);
   const int seq = b.symbol("seq", 1, cfg.max_seq);
   const Shape bs = Shape::of({ir::Dim::sym(batch), ir::Dim::sym(seq)});
-  const ValueId ids = b.input("ids", DType::k_i32, bs, ir::InputRole::kTokenIds);
-  const ValueId pos = b.input("positions", DType::k_i32, bs, ir::InputRole::kPositions);
+  const ValueId ids = b.input("ids", DType::kI32, bs, ir::InputRole::kTokenIds);
+  const ValueId pos = b.input("positions", DType::kI32, bs, ir::InputRole::kPositions);
 
   const ValueId emb = m.f32_weight("tok_emb", {cfg.vocab, d}, -1.0f, 1.0f);
   ValueId x = b.embedding(emb, ids, "embed");
@@ -185,15 +185,15 @@ Result<ir::Graph> make_tiny_decoder(const TinyModelConfig& cfg, uint64_t seed) {
     ValueId q = b.matmul(h, m.matmul_weight(p + "wq", d, d), ir::kNoValue, p + "q");
     ValueId k = b.matmul(h, m.matmul_weight(p + "wk", kvd, d), ir::kNoValue, p + "k");
     const ValueId v = b.matmul(h, m.matmul_weight(p + "wv", kvd, d), ir::kNoValue, p + "v");
-    q = b.rope(q, pos, static_cast<int32_t>(hd), cfg.rope_theta_global, ir::kRopeNeox, 0,
+    q = b.rope(q, pos, static_cast<int32_t>(hd), cfg.rope_theta_global, ir::RopeMode::kNeox, 0,
                p + "rope_q");
-    k = b.rope(k, pos, static_cast<int32_t>(hd), cfg.rope_theta_global, ir::kRopeNeox, 0,
+    k = b.rope(k, pos, static_cast<int32_t>(hd), cfg.rope_theta_global, ir::RopeMode::kNeox, 0,
                p + "rope_k");
     ir::Attrs a;
     a.n_heads = cfg.n_heads;
     a.n_kv_heads = cfg.n_kv_heads;
     a.head_dim = static_cast<int32_t>(hd);
-    a.mask = ir::kMaskCausal;
+    a.mask = ir::MaskKind::kCausal;
     const ValueId att = b.attention(q, k, v, ir::kNoValue, a, p + "attn");
     x = b.add(x, b.matmul(att, m.matmul_weight(p + "wo", d, d), ir::kNoValue, p + "attn_out"),
               p + "attn_res");

@@ -43,7 +43,7 @@ struct TinyModelConfig {
   int32_t local_window = 4;             // encoder local layers: |i - j| <= local_window
   // Dtype of every matmul weight: f32, f16, bf16, q8_0, q4_0 or q4_1 (block types need d_model
   // and d_ff multiples of 32). Embeddings, norms stay f32.
-  ir::DType matmul_dtype = ir::DType::k_f32;
+  ir::DType matmul_dtype = ir::DType::kF32;
 };
 
 Result<ir::Graph> make_tiny_encoder(const TinyModelConfig& cfg, uint64_t seed);

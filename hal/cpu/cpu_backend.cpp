@@ -13,15 +13,6 @@
 #include "hal/hal.h"
 #include "kernels/kernels.h"
 
-// The backend passes ir attribute values straight to the kernels: the enums must agree.
-static_assert(static_cast<int>(laya::kernels::Act::kGeluErf) == laya::ir::kActGeluErf &&
-              static_cast<int>(laya::kernels::Act::kGeluTanh) == laya::ir::kActGeluTanh &&
-              static_cast<int>(laya::kernels::Act::kSilu) == laya::ir::kActSilu &&
-              static_cast<int>(laya::kernels::Act::kRelu) == laya::ir::kActRelu &&
-              laya::kernels::kActCount == 4);
-static_assert(static_cast<int>(laya::kernels::Rope::kNeox) == laya::ir::kRopeNeox &&
-              static_cast<int>(laya::kernels::Rope::kGptj) == laya::ir::kRopeGptj);
-
 namespace laya::hal {
 namespace cpu {
 namespace {
@@ -35,18 +26,18 @@ uint64_t round_up(uint64_t v, uint64_t a) {
 // The kernel weight type of a matmul / embedding weight, or false with a reason.
 bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
   switch (w.dtype) {
-    case ir::DType::k_f32:
-    case ir::DType::k_f16:
-    case ir::DType::k_bf16:
-      *t = w.dtype == ir::DType::k_f32   ? kernels::WType::k_f32
-           : w.dtype == ir::DType::k_f16 ? kernels::WType::k_f16
-                                         : kernels::WType::k_bf16;
+    case ir::DType::kF32:
+    case ir::DType::kF16:
+    case ir::DType::kBF16:
+      *t = w.dtype == ir::DType::kF32   ? kernels::WType::kF32
+           : w.dtype == ir::DType::kF16 ? kernels::WType::kF16
+                                        : kernels::WType::kBF16;
       if (w.quant.kind == ir::QuantKind::kNone) return true;
       *why = std::string(ir::dtype_name(w.dtype)) + " weights with " +
              ir::quant_kind_name(w.quant.kind) + " quantization";
       return false;
-    case ir::DType::k_i8: {
-      *t = kernels::WType::k_i8;
+    case ir::DType::kI8: {
+      *t = kernels::WType::kI8;
       for (int32_t z : w.quant.zero_points)
         if (z != 0) {
           *why = "i8 weights with a nonzero zero point (only symmetric int8)";
@@ -61,12 +52,12 @@ bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
              " quantization (need per-tensor or per-row scales, axis 0)";
       return false;
     }
-    case ir::DType::k_q8_0:
-    case ir::DType::k_q4_0:
-    case ir::DType::k_q4_1:
-      *t = w.dtype == ir::DType::k_q8_0   ? kernels::WType::k_q8_0
-           : w.dtype == ir::DType::k_q4_0 ? kernels::WType::k_q4_0
-                                          : kernels::WType::k_q4_1;
+    case ir::DType::kQ8_0:
+    case ir::DType::kQ4_0:
+    case ir::DType::kQ4_1:
+      *t = w.dtype == ir::DType::kQ8_0   ? kernels::WType::kQ8_0
+           : w.dtype == ir::DType::kQ4_0 ? kernels::WType::kQ4_0
+                                         : kernels::WType::kQ4_1;
       if (w.quant.kind == ir::QuantKind::kBlock) return true;
       *why = std::string(ir::dtype_name(w.dtype)) + " weights without block quantization";
       return false;
@@ -79,7 +70,7 @@ bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
 // One node, ready to run: kernel choices and weight locations from prepare, argument values from
 // the last reshape.
 struct Step {
-  ir::Op op = ir::Op::k_add;
+  ir::Op op = ir::Op::kAdd;
   ir::NodeId id = 0;
   ir::ValueId in[4] = {ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue};
   ir::ValueId out = ir::kNoValue;
@@ -87,7 +78,7 @@ struct Step {
   ir::Attrs attrs;
 
   // matmul / embedding weights
-  kernels::WType wtype = kernels::WType::k_f32;
+  kernels::WType wtype = kernels::WType::kF32;
   kernels::MatmulKernel mm;
   int64_t n = 0, k = 0;
   uint64_t packed_offset = 0;         // matmul: in the persistent region
@@ -103,7 +94,7 @@ struct Step {
 // A weight packed by load().
 struct Packed {
   ir::ValueId value = ir::kNoValue;
-  kernels::WType type = kernels::WType::k_f32;
+  kernels::WType type = kernels::WType::kF32;
   kernels::MatmulKernel mm;
   int64_t n = 0, k = 0;
   uint64_t offset = 0, bytes = 0;
@@ -137,8 +128,8 @@ class CpuBackend final : public Backend {
     caps_.name = "cpu";
     caps_.description = description_.c_str();
     caps_.n_groups = static_cast<uint32_t>(pool_.n_threads());
-    for (ir::DType d : {ir::DType::k_f32, ir::DType::k_f16, ir::DType::k_bf16, ir::DType::k_i8,
-                        ir::DType::k_q8_0, ir::DType::k_q4_0, ir::DType::k_q4_1})
+    for (ir::DType d : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8,
+                        ir::DType::kQ8_0, ir::DType::kQ4_0, ir::DType::kQ4_1})
       caps_.weight_dtypes |= uint64_t{1} << static_cast<int>(d);
     caps_.memory_kinds = 1u << static_cast<int>(MemoryKind::kHost);
     caps_.modelled_time = false;
@@ -181,8 +172,8 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
   auto want_f32 = [&](int first) -> Status {
     for (int i = first; i < n_in; ++i) {
       const bool index =
-          (n.op == ir::Op::k_rope && i == 1) || (n.op == ir::Op::k_attention && i == 3);
-      const ir::DType want = index ? ir::DType::k_i32 : ir::DType::k_f32;
+          (n.op == ir::Op::kRope && i == 1) || (n.op == ir::Op::kAttention && i == 3);
+      const ir::DType want = index ? ir::DType::kI32 : ir::DType::kF32;
       if (!dtype_is(i, want))
         return unsupported(n, std::string("input ") + std::to_string(i) + " is " +
                                   ir::dtype_name(g.values[n.inputs[i]].dtype) + ", expected " +
@@ -191,17 +182,17 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
     return Status::ok();
   };
   switch (n.op) {
-    case ir::Op::k_embedding: {
+    case ir::Op::kEmbedding: {
       const ir::Value& table = g.values[n.inputs[0]];
       if (table.kind != ir::ValueKind::kWeight || table.shape.rank != 2)
         return unsupported(n, "the table must be a constant [V, D] weight");
       kernels::WType t;
       std::string why;
       if (!weight_type(table, &t, &why)) return unsupported(n, why + " are not supported");
-      if (!dtype_is(1, ir::DType::k_i32)) return unsupported(n, "ids must be i32");
+      if (!dtype_is(1, ir::DType::kI32)) return unsupported(n, "ids must be i32");
       return Status::ok();
     }
-    case ir::Op::k_matmul: {
+    case ir::Op::kMatMul: {
       const ir::Value& w = g.values[n.inputs[1]];
       if (w.kind != ir::ValueKind::kWeight || w.shape.rank != 2)
         return unsupported(n, "the weight must be a constant [N, K] (it is packed at load)");
@@ -214,33 +205,23 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
         return unsupported(n, std::string(kernels::wtype_name(t)) + " weights [" +
                                   std::to_string(rows) + ", " + std::to_string(k) +
                                   "]: no kernel for this layout (block types need K % 32 == 0)");
-      if (!dtype_is(0, ir::DType::k_f32)) return unsupported(n, "x must be f32");
-      if (n_in == 3 && !dtype_is(2, ir::DType::k_f32)) return unsupported(n, "bias must be f32");
+      if (!dtype_is(0, ir::DType::kF32)) return unsupported(n, "x must be f32");
+      if (n_in == 3 && !dtype_is(2, ir::DType::kF32)) return unsupported(n, "bias must be f32");
       return Status::ok();
     }
-    case ir::Op::k_attention: {
-      const ir::Attrs& a = n.attrs;
-      if (a.mask != ir::kMaskNone && a.mask != ir::kMaskCausal)
-        return unsupported(n, "mask kind " + std::to_string(a.mask));
-      return want_f32(0);
-    }
-    case ir::Op::k_gelu:
-      if (n.attrs.act != ir::kActGeluErf && n.attrs.act != ir::kActGeluTanh)
-        return unsupported(n, "gelu act " + std::to_string(n.attrs.act));
-      return want_f32(0);
-    case ir::Op::k_glu:
-      if (n.attrs.act < ir::kActGeluErf || n.attrs.act > ir::kActRelu)
-        return unsupported(n, "glu act " + std::to_string(n.attrs.act));
-      return want_f32(0);
-    case ir::Op::k_add:
-    case ir::Op::k_mul:
-    case ir::Op::k_layernorm:
-    case ir::Op::k_rmsnorm:
-    case ir::Op::k_rope:
-    case ir::Op::k_silu:
-    case ir::Op::k_relu:
-    case ir::Op::k_softmax:
-    case ir::Op::k_split:
+    case ir::Op::kAttention:
+    case ir::Op::kGelu:
+    case ir::Op::kGlu:
+      return want_f32(0);  // attribute values were checked by the verifier
+    case ir::Op::kAdd:
+    case ir::Op::kMul:
+    case ir::Op::kLayerNorm:
+    case ir::Op::kRmsNorm:
+    case ir::Op::kRope:
+    case ir::Op::kSilu:
+    case ir::Op::kRelu:
+    case ir::Op::kSoftmax:
+    case ir::Op::kSplit:
       return want_f32(0);
     case ir::Op::kCount:
       break;
@@ -272,16 +253,16 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
     s.id = id;
     for (size_t i = 0; i < n.inputs.size() && i < 4; ++i) s.in[i] = n.inputs[i];
     s.out = n.outputs.empty() ? ir::kNoValue : n.outputs[0];
-    if (n.op == ir::Op::k_split) s.outs = n.outputs;
+    if (n.op == ir::Op::kSplit) s.outs = n.outputs;
     s.attrs = n.attrs;
-    if (n.op == ir::Op::k_matmul || n.op == ir::Op::k_embedding) {
-      const ir::ValueId wid = n.inputs[n.op == ir::Op::k_matmul ? 1 : 0];
+    if (n.op == ir::Op::kMatMul || n.op == ir::Op::kEmbedding) {
+      const ir::ValueId wid = n.inputs[n.op == ir::Op::kMatMul ? 1 : 0];
       const ir::Value& w = g.values[wid];
       std::string why;
       (void)weight_type(w, &s.wtype, &why);
       s.n = w.shape.dims[0].c;
       s.k = w.shape.dims[1].c;
-      if (n.op == ir::Op::k_matmul) {
+      if (n.op == ir::Op::kMatMul) {
         s.mm = table_.matmul[static_cast<int>(s.wtype)];
         auto it = std::find_if(e->packed.begin(), e->packed.end(),
                                [&](const Packed& p) { return p.value == wid; });
@@ -301,7 +282,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
         s.packed_offset = it->offset;
       } else {
         s.table = w.data;
-        if (s.wtype == kernels::WType::k_i8) {
+        if (s.wtype == kernels::WType::kI8) {
           if (w.quant.kind == ir::QuantKind::kPerTensor) {
             s.scales_offset = reserve(static_cast<uint64_t>(s.n) * sizeof(float));
             e->scale_tables.push_back({wid, s.scales_offset, s.n});
@@ -322,11 +303,11 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
 
 uint64_t CpuBackend::step_scratch(const Step& s, const ir::Extents* ext) const {
   const int threads = pool_.n_threads();
-  if (s.op == ir::Op::k_matmul) {
+  if (s.op == ir::Op::kMatMul) {
     const int64_t m = ext[s.in[0]].rows();
     return m > 0 ? s.mm.scratch_bytes(m, s.n, s.k, threads) : 0;
   }
-  if (s.op == ir::Op::k_attention) {
+  if (s.op == ir::Op::kAttention) {
     kernels::AttentionArgs a;
     const ir::Extents &q = ext[s.in[0]], &k = ext[s.in[1]];
     a.batch = q.d[0];
@@ -335,7 +316,7 @@ uint64_t CpuBackend::step_scratch(const Step& s, const ir::Extents* ext) const {
     a.n_heads = s.attrs.n_heads;
     a.n_kv_heads = s.attrs.n_kv_heads;
     a.head_dim = s.attrs.head_dim;
-    a.causal = s.attrs.mask == ir::kMaskCausal;
+    a.causal = s.attrs.mask == ir::MaskKind::kCausal;
     a.window = s.attrs.window;
     return table_.attention_scratch_bytes(a, threads);
   }
@@ -364,7 +345,7 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
   for (const Packed& p : e.packed) {
     const ir::Value& w = g.values[p.value];
     const float* s = nullptr;
-    if (p.type == kernels::WType::k_i8) {
+    if (p.type == kernels::WType::kI8) {
       if (p.expand_scales) {
         scales.assign(static_cast<size_t>(p.n), w.quant.scales[0]);
         s = scales.data();
@@ -389,17 +370,17 @@ void CpuBackend::set_args(Step& s, const TensorBinding* v) const {
   s.dim = x.rank > 0 ? x.back() : 1;
   s.count = x.count();
   switch (s.op) {
-    case ir::Op::k_embedding:
+    case ir::Op::kEmbedding:
       s.count = v[s.in[1]].extents.count();  // number of ids
       break;
-    case ir::Op::k_add:
-    case ir::Op::k_mul:
+    case ir::Op::kAdd:
+    case ir::Op::kMul:
       s.count_b = v[s.in[1]].extents.count();
       break;
-    case ir::Op::k_rope:
+    case ir::Op::kRope:
       s.rows = x.d[0] * x.d[1];  // tokens
       break;
-    case ir::Op::k_attention: {
+    case ir::Op::kAttention: {
       const ir::Extents &q = x, &k = v[s.in[1]].extents;
       kernels::AttentionArgs& a = s.att;
       const int64_t qw = q.d[2], kw = k.d[2];
@@ -418,7 +399,7 @@ void CpuBackend::set_args(Step& s, const TensorBinding* v) const {
       a.head_dim = s.attrs.head_dim;
       a.scale = s.attrs.scale != 0.0f ? s.attrs.scale
                                       : 1.0f / std::sqrt(static_cast<float>(s.attrs.head_dim));
-      a.causal = s.attrs.mask == ir::kMaskCausal;
+      a.causal = s.attrs.mask == ir::MaskKind::kCausal;
       a.window = s.attrs.window;
       break;
     }
@@ -433,10 +414,10 @@ Status CpuBackend::reshape(Executable& exe, const TensorBinding* values) {
   for (Step& s : e.steps) {
     set_args(s, values);
     // Scratch at the current shapes (reported as the scratch high-water mark).
-    if (s.op == ir::Op::k_matmul) {
+    if (s.op == ir::Op::kMatMul) {
       const int64_t m = values[s.in[0]].extents.rows();
       if (m > 0) scratch = std::max(scratch, s.mm.scratch_bytes(m, s.n, s.k, pool_.n_threads()));
-    } else if (s.op == ir::Op::k_attention) {
+    } else if (s.op == ir::Op::kAttention) {
       scratch = std::max(scratch, table_.attention_scratch_bytes(s.att, pool_.n_threads()));
     }
   }
@@ -452,11 +433,11 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
   auto i32 = [&](ir::ValueId id) { return static_cast<int32_t*>(v[id].data); };
   auto opt = [&](ir::ValueId id) { return id == ir::kNoValue ? nullptr : f32(id); };
   switch (s.op) {
-    case ir::Op::k_embedding: {
+    case ir::Op::kEmbedding: {
       const float* scales =
           s.row_scales != nullptr
               ? s.row_scales
-              : (s.wtype == kernels::WType::k_i8
+              : (s.wtype == kernels::WType::kI8
                      ? reinterpret_cast<const float*>(e.persistent + s.scales_offset)
                      : nullptr);
       const int32_t* ids = i32(s.in[1]);
@@ -469,30 +450,30 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
                             static_cast<long long>(bad), static_cast<long long>(s.n));
       return Status::ok();
     }
-    case ir::Op::k_matmul:
+    case ir::Op::kMatMul:
       s.mm.run(e.persistent + s.packed_offset, f32(s.in[0]), s.k, f32(s.out), s.n, opt(s.in[2]),
                s.rows, s.n, s.k, ctx.scratch, pool);
       return Status::ok();
-    case ir::Op::k_add:
-    case ir::Op::k_mul:
-      table_.binary(s.op == ir::Op::k_add ? kernels::Binary::kAdd : kernels::Binary::kMul,
+    case ir::Op::kAdd:
+    case ir::Op::kMul:
+      table_.binary(s.op == ir::Op::kAdd ? kernels::Binary::kAdd : kernels::Binary::kMul,
                     f32(s.in[0]), f32(s.in[1]), f32(s.out), s.count, s.count_b, pool);
       return Status::ok();
-    case ir::Op::k_layernorm:
+    case ir::Op::kLayerNorm:
       table_.layernorm(f32(s.in[0]), f32(s.in[1]), opt(s.in[2]), f32(s.out), s.rows, s.dim,
                        s.attrs.eps, pool);
       return Status::ok();
-    case ir::Op::k_rmsnorm:
+    case ir::Op::kRmsNorm:
       table_.rmsnorm(f32(s.in[0]), f32(s.in[1]), f32(s.out), s.rows, s.dim, s.attrs.eps, pool);
       return Status::ok();
-    case ir::Op::k_rope: {
+    case ir::Op::kRope: {
       const int32_t hd = s.attrs.head_dim;
       table_.rope(f32(s.in[0]), f32(s.out), i32(s.in[1]), s.rows, static_cast<int32_t>(s.dim / hd),
                   hd, s.attrs.rotary_dim == 0 ? hd : s.attrs.rotary_dim, s.attrs.rope_theta,
-                  static_cast<kernels::Rope>(s.attrs.rope_mode), pool);
+                  s.attrs.rope_mode, pool);
       return Status::ok();
     }
-    case ir::Op::k_attention: {
+    case ir::Op::kAttention: {
       kernels::AttentionArgs a = s.att;
       a.q = f32(s.in[0]);
       a.k = f32(s.in[1]);
@@ -502,23 +483,22 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
       table_.attention(a, 0, a.n_heads, ctx.scratch, pool);
       return Status::ok();
     }
-    case ir::Op::k_gelu:
-      table_.unary(static_cast<kernels::Act>(s.attrs.act), f32(s.in[0]), f32(s.out), s.count, pool);
+    case ir::Op::kGelu:
+      table_.unary(s.attrs.act, f32(s.in[0]), f32(s.out), s.count, pool);
       return Status::ok();
-    case ir::Op::k_silu:
-      table_.unary(kernels::Act::kSilu, f32(s.in[0]), f32(s.out), s.count, pool);
+    case ir::Op::kSilu:
+      table_.unary(ir::ActKind::kSilu, f32(s.in[0]), f32(s.out), s.count, pool);
       return Status::ok();
-    case ir::Op::k_relu:
-      table_.unary(kernels::Act::kRelu, f32(s.in[0]), f32(s.out), s.count, pool);
+    case ir::Op::kRelu:
+      table_.unary(ir::ActKind::kRelu, f32(s.in[0]), f32(s.out), s.count, pool);
       return Status::ok();
-    case ir::Op::k_softmax:
+    case ir::Op::kSoftmax:
       table_.softmax(f32(s.in[0]), f32(s.out), s.rows, s.dim, pool);
       return Status::ok();
-    case ir::Op::k_glu:
-      table_.glu(static_cast<kernels::Act>(s.attrs.act), f32(s.in[0]), f32(s.out), s.rows,
-                 s.dim / 2, pool);
+    case ir::Op::kGlu:
+      table_.glu(s.attrs.act, f32(s.in[0]), f32(s.out), s.rows, s.dim / 2, pool);
       return Status::ok();
-    case ir::Op::k_split: {
+    case ir::Op::kSplit: {
       const float* x = f32(s.in[0]);
       int64_t col = 0;
       for (size_t i = 0; i < s.outs.size(); ++i) {

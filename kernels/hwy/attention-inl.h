@@ -226,7 +226,7 @@ HWY_INLINE void Reduce4Store(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
 // s[r * kBkDec + j] = q_r . k_j for NR rows (q rows of hd, aligned) and NJ (1 or 4) keys.
 template <int NR, int NJ>
 HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const float* HWY_RESTRICT k,
-                        int64_t ks, float* HWY_RESTRICT s) {
+                      int64_t ks, float* HWY_RESTRICT s) {
   const DF d;
   VF acc[NR][NJ];
   for (int r = 0; r < NR; ++r)

@@ -206,16 +206,16 @@ HWY_INLINE VF GeluTanh(DF d, VF x) {
   return MulSigmoid(d, x, z);
 }
 
-template <Act A>
+template <ActKind A>
 HWY_INLINE VF Activate(DF d, VF x) {
-  if constexpr (A == Act::kGeluErf) return GeluErf(d, x);
-  if constexpr (A == Act::kGeluTanh) return GeluTanh(d, x);
-  if constexpr (A == Act::kSilu) return MulSigmoid(d, x, x);
-  if constexpr (A == Act::kRelu) return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x);
+  if constexpr (A == ActKind::kGeluErf) return GeluErf(d, x);
+  if constexpr (A == ActKind::kGeluTanh) return GeluTanh(d, x);
+  if constexpr (A == ActKind::kSilu) return MulSigmoid(d, x, x);
+  if constexpr (A == ActKind::kRelu) return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x);
   return x;
 }
 
-template <Act A>
+template <ActKind A>
 void UnaryRange(const float* HWY_RESTRICT x, float* y, int64_t n) {
   const DF d;
   const size_t N = hn::Lanes(d);
@@ -225,7 +225,7 @@ void UnaryRange(const float* HWY_RESTRICT x, float* y, int64_t n) {
   if (i < un) StoreTail(Activate<A>(d, LoadTail(d, x + i, un - i)), d, y + i, un - i);
 }
 
-template <Act A>
+template <ActKind A>
 void GluRow(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t f) {
   const DF d;
   const size_t N = hn::Lanes(d);
@@ -251,14 +251,14 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
   const size_t ud = static_cast<size_t>(dim);
   const uint8_t* base = static_cast<const uint8_t*>(table);
   switch (type) {
-    case WType::k_f32:
+    case WType::kF32:
       std::memcpy(out, base + 4 * ud * static_cast<size_t>(row), 4 * ud);
       return;
-    case WType::k_f16:
-    case WType::k_bf16: {
+    case WType::kF16:
+    case WType::kBF16: {
       const uint16_t* r = reinterpret_cast<const uint16_t*>(base) + ud * static_cast<size_t>(row);
       size_t i = 0;
-      if (type == WType::k_f16) {
+      if (type == WType::kF16) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
         const hn::Rebind<hwy::float16_t, DF> dh;  // F16C: exact, inf / NaN included
         for (; i + N <= ud; i += N)
@@ -297,7 +297,7 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
       }
       return;
     }
-    case WType::k_i8: {
+    case WType::kI8: {
       const int8_t* r = reinterpret_cast<const int8_t*>(base) + ud * static_cast<size_t>(row);
       const hn::Rebind<int8_t, DF> d8;
       const hn::RebindToSigned<DF> di;
@@ -309,7 +309,7 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
       for (; i < ud; ++i) out[i] = static_cast<float>(r[i]) * scales[row];
       return;
     }
-    case WType::k_q8_0: {
+    case WType::kQ8_0: {
       const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(base) + ud / kQK * row;
       const hn::Rebind<int8_t, DF> d8;
       const hn::RebindToSigned<DF> di;
@@ -321,12 +321,12 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
       }
       return;
     }
-    case WType::k_q4_0:
-    case WType::k_q4_1: {
+    case WType::kQ4_0:
+    case WType::kQ4_1: {
       const hn::Rebind<uint8_t, DF> d8;
       const hn::RebindToSigned<DF> di;
       const auto mask = hn::Set(di, 15);
-      const bool is41 = type == WType::k_q4_1;
+      const bool is41 = type == WType::kQ4_1;
       const size_t bytes = is41 ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
       const uint8_t* rb = base + bytes * (ud / kQK) * static_cast<size_t>(row);
       for (size_t b = 0; b < ud / kQK; ++b, out += kQK, rb += bytes) {
@@ -551,7 +551,8 @@ void SinCos(const float* HWY_RESTRICT ang, float* HWY_RESTRICT c, float* HWY_RES
 }  // namespace elt
 
 void Rope(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t n_heads,
-          int32_t head_dim, int32_t rotary_dim, float theta, Rope mode, const ThreadPool* pool) {
+          int32_t head_dim, int32_t rotary_dim, float theta, RopeMode mode,
+          const ThreadPool* pool) {
   const int32_t half = rotary_dim / 2;
   if (half > elt::kRopeMaxHalf) {
     ref::rope(x, y, pos, tokens, n_heads, head_dim, rotary_dim, theta, mode, pool);
@@ -575,7 +576,7 @@ void Rope(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t 
       const float p = static_cast<float>(pos[t]);
       for (int32_t i = 0; i < half; ++i) ang[i] = p * inv_freq[i];
       elt::SinCos(ang, c1, s1, half);
-      if (mode == Rope::kGptj) {
+      if (mode == RopeMode::kGptj) {
         for (int32_t i = 0; i < half; ++i) {
           cs[2 * i] = cs[2 * i + 1] = c1[i];
           sn[2 * i] = -s1[i];
@@ -586,7 +587,7 @@ void Rope(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t 
         const float* xh = x + (t * n_heads + h) * head_dim;
         float* yh = y + (t * n_heads + h) * head_dim;
         size_t i = 0;
-        if (mode == Rope::kNeox) {
+        if (mode == RopeMode::kNeox) {
           for (; i + N <= uh; i += N) {
             const VF x0 = hn::LoadU(d, xh + i), x1 = hn::LoadU(d, xh + uh + i);
             const VF c = hn::Load(d, c1 + i), s = hn::Load(d, s1 + i);
@@ -627,33 +628,33 @@ void Rope(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t 
 
 // ---- activations, softmax, binary -------------------------------------------------------------
 
-void Unary(Act act, const float* x, float* y, int64_t n, const ThreadPool* pool) {
+void Unary(ActKind act, const float* x, float* y, int64_t n, const ThreadPool* pool) {
   parallel_for(pool, n, elt::kChunkElems, [&](int64_t b, int64_t e) {
     switch (act) {
-#define ACT(Name, name) \
-  case Act::k##Name:    \
-    return elt::UnaryRange<Act::k##Name>(x + b, y + b, e - b);
-#include "kernels/act.inc"
+#define ACT(Name, name)  \
+  case ActKind::k##Name: \
+    return elt::UnaryRange<ActKind::k##Name>(x + b, y + b, e - b);
+#include "ir/act.inc"
 #undef ACT
-      case Act::kCount:
+      case ActKind::kCount:
         break;
     }
   });
 }
 
-void Glu(Act act, const float* x, float* y, int64_t rows, int64_t f, const ThreadPool* pool) {
+void Glu(ActKind act, const float* x, float* y, int64_t rows, int64_t f, const ThreadPool* pool) {
   parallel_for(pool, rows, elt::rows_grain(2 * f), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const float* xr = x + r * 2 * f;
       float* yr = y + r * f;
       switch (act) {
-#define ACT(Name, name)                   \
-  case Act::k##Name:                      \
-    elt::GluRow<Act::k##Name>(xr, yr, f); \
+#define ACT(Name, name)                       \
+  case ActKind::k##Name:                      \
+    elt::GluRow<ActKind::k##Name>(xr, yr, f); \
     break;
-#include "kernels/act.inc"
+#include "ir/act.inc"
 #undef ACT
-        case Act::kCount:
+        case ActKind::kCount:
           break;
       }
     }

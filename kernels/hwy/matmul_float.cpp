@@ -28,13 +28,13 @@ HWY_EXPORT(BF16Run);
 HWY_EXPORT(BF16DpRun);
 
 void fill(KernelTable& t, int64_t target) {
-  MatmulKernel& f32 = t.matmul[static_cast<int>(WType::k_f32)];
+  MatmulKernel& f32 = t.matmul[static_cast<int>(WType::kF32)];
   f32.packed_bytes = LAYA_HWY_PICK(F32PackedBytes, target);
   f32.pack = LAYA_HWY_PICK(F32Pack, target);
   f32.scratch_bytes = LAYA_HWY_PICK(F32ScratchBytes, target);
   f32.run = LAYA_HWY_PICK(F32Run, target);
 
-  MatmulKernel& f16 = t.matmul[static_cast<int>(WType::k_f16)];
+  MatmulKernel& f16 = t.matmul[static_cast<int>(WType::kF16)];
   f16.packed_bytes = LAYA_HWY_PICK(F16PackedBytes, target);
   f16.pack = LAYA_HWY_PICK(F16Pack, target);
   f16.scratch_bytes = LAYA_HWY_PICK(F16ScratchBytes, target);
@@ -43,7 +43,7 @@ void fill(KernelTable& t, int64_t target) {
   // vdpbf16ps only inside the AVX3 target and only when this CPU has AVX512-BF16.
   __builtin_cpu_init();
   const bool dp = target == HWY_AVX3 && __builtin_cpu_supports("avx512bf16");
-  MatmulKernel& bf16 = t.matmul[static_cast<int>(WType::k_bf16)];
+  MatmulKernel& bf16 = t.matmul[static_cast<int>(WType::kBF16)];
   bf16.packed_bytes = LAYA_HWY_PICK(BF16PackedBytes, target);
   bf16.pack = LAYA_HWY_PICK(BF16Pack, target);
   bf16.scratch_bytes = LAYA_HWY_PICK(BF16ScratchBytes, target);

@@ -65,7 +65,7 @@ inline int64_t lanes() {
   return static_cast<int64_t>(hn::Lanes(DI()));
 }
 inline bool is_block(WType t) {
-  return t == WType::k_q8_0 || t == WType::k_q4_0 || t == WType::k_q4_1;
+  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1;
 }
 
 // Register blocking per target: GEMM tiles of kMR rows x kNT column tiles (i8 and block types
@@ -80,7 +80,7 @@ inline constexpr int kMRI8 = 2, kNTI8 = 1, kMRB = 2, kNTB = 1, kPQ8 = 2, kPOther
 inline constexpr int kMRI8 = 4, kNTI8 = 2, kMRB = 2, kNTB = 2, kPQ8 = 2, kPOther = 4;
 #endif
 template <WType T>
-inline constexpr int kP = T == WType::k_q8_0 ? kPQ8 : kPOther;
+inline constexpr int kP = T == WType::kQ8_0 ? kPQ8 : kPOther;
 static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0);
 
 // ---- packed weight geometry -------------------------------------------------------------------
@@ -115,18 +115,18 @@ Geometry geometry(int64_t n, int64_t k) {
   g.tiles = (n + g.L - 1) / g.L;
   g.P = kP<T>;
   g.groups = (g.tiles + g.P - 1) / g.P;
-  if constexpr (T == WType::k_i8) {
+  if constexpr (T == WType::kI8) {
     g.kb = (k + 3) / 4;
     g.qb = 4 * g.L;
   } else {
     g.kb = k / kQK;
-    g.qb = (T == WType::k_q8_0 ? 32 : 16) * g.L;
-    g.sb = (T == WType::k_q4_1 ? 4 : 2) * g.L;
+    g.qb = (T == WType::kQ8_0 ? 32 : 16) * g.L;
+    g.sb = (T == WType::kQ4_1 ? 4 : 2) * g.L;
   }
   g.gstride = round_up(g.kb * g.P * (g.qb + g.sb), 64);
   const int64_t last = g.groups - 1;
   g.total = last * g.gstride + round_up(g.kb * g.record(last), 64);
-  if constexpr (T == WType::k_i8) {
+  if constexpr (T == WType::kI8) {
     g.scales_off = g.total;
     g.total += round_up(4 * g.tiles * g.L, 64);
   }
@@ -148,10 +148,10 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
   std::memset(out, 0, static_cast<size_t>(g.total));
   const int64_t L = g.L;
   const uint8_t* src = static_cast<const uint8_t*>(w);
-  using Block = std::conditional_t<T == WType::k_q4_0, BlockQ4_0,
-                                   std::conditional_t<T == WType::k_q4_1, BlockQ4_1, BlockQ8_0>>;
-  constexpr int kGroups = T == WType::k_i8 ? 1 : (T == WType::k_q8_0 ? 8 : 4);
-  constexpr uint8_t kXor = (T == WType::k_i8 || T == WType::k_q8_0) ? 0x80 : 0x00;
+  using Block = std::conditional_t<T == WType::kQ4_0, BlockQ4_0,
+                                   std::conditional_t<T == WType::kQ4_1, BlockQ4_1, BlockQ8_0>>;
+  constexpr int kGroups = T == WType::kI8 ? 1 : (T == WType::kQ8_0 ? 8 : 4);
+  constexpr uint8_t kXor = (T == WType::kI8 || T == WType::kQ8_0) ? 0x80 : 0x00;
   const Block* blocks = reinterpret_cast<const Block*>(src);
   for (int64_t t = 0; t < g.tiles; ++t) {
     const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
@@ -166,7 +166,7 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
         for (int gr = 0; gr < kGroups; ++gr) {
           for (int j = 0; j < 4; ++j) {
             uint8_t v = 0;
-            if constexpr (T == WType::k_i8) {
+            if constexpr (T == WType::kI8) {
               const int64_t kk = 4 * b + j;
               if (col < n && kk < k) v = src[col * k + kk];
             } else {
@@ -175,14 +175,14 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
             q[gr * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(v ^ kXor);
           }
         }
-        if constexpr (T != WType::k_i8) {
+        if constexpr (T != WType::kI8) {
           d[c] = col < n ? blocks[col * g.kb + b].d : uint16_t{0};
-          if constexpr (T == WType::k_q4_1) m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
+          if constexpr (T == WType::kQ4_1) m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
         }
       }
     }
   }
-  if constexpr (T == WType::k_i8) {
+  if constexpr (T == WType::kI8) {
     float* sc = reinterpret_cast<float*>(out + g.scales_off);
     for (int64_t col = 0; col < n; ++col) sc[col] = scales[col];
   }
@@ -207,7 +207,7 @@ struct XPanel {
 template <WType T>
 XPanel x_panel(int64_t k, int64_t rows) {
   XPanel p;
-  const int64_t nb = T == WType::k_i8 ? 1 : k / kQK;
+  const int64_t nb = T == WType::kI8 ? 1 : k / kQK;
   p.rows = rows;
   p.d_off = round_up(round_up(k, 4) * rows, 64);
   p.sum_off = p.d_off + 4 * nb * rows;
@@ -219,7 +219,7 @@ XPanel x_panel(int64_t k, int64_t rows) {
 // Rows per activation panel for an m-row run.
 template <WType T>
 constexpr int64_t panel_rows(int64_t m) {
-  return m == 1 ? 1 : (T == WType::k_i8 ? kMRI8 : kMRB);
+  return m == 1 ? 1 : (T == WType::kI8 ? kMRI8 : kMRB);
 }
 
 template <WType T>
@@ -331,10 +331,10 @@ void quantize_x_q8(const float* x, int64_t k, uint8_t* panel, int64_t slot, cons
 // Quantizes token row x[k] into slot `slot` of `panel`.
 template <WType T>
 void quantize_x(const float* x, int64_t k, uint8_t* panel, int64_t slot, const XPanel& lay) {
-  if constexpr (T == WType::k_i8) {
+  if constexpr (T == WType::kI8) {
     quantize_x_i8(x, k, panel, slot, lay);
   } else {
-    quantize_x_q8<T == WType::k_q4_1>(x, k, panel, slot, lay);
+    quantize_x_q8<T == WType::kQ4_1>(x, k, panel, slot, lay);
   }
 }
 
@@ -506,24 +506,24 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
   using namespace matmul_int;
   uint8_t* xr = static_cast<uint8_t*>(work);
   const WType t = static_cast<WType>(type);
-  if (t == WType::k_i8) {
-    const XPanel lay = x_panel<WType::k_i8>(k, 1);
-    quantize_x<WType::k_i8>(x, k, xr, 0, lay);
+  if (t == WType::kI8) {
+    const XPanel lay = x_panel<WType::kI8>(k, 1);
+    quantize_x<WType::kI8>(x, k, xr, 0, lay);
     std::memcpy(out, xr, static_cast<size_t>(k));
     float s;
     std::memcpy(&s, xr + lay.d_off, 4);
     return s;
   }
-  const XPanel lay = x_panel<WType::k_q8_0>(k, 1);  // the same layout for q8_1
-  if (t == WType::k_q4_1) {
-    quantize_x<WType::k_q4_1>(x, k, xr, 0, lay);
+  const XPanel lay = x_panel<WType::kQ8_0>(k, 1);  // the same layout for q8_1
+  if (t == WType::kQ4_1) {
+    quantize_x<WType::kQ4_1>(x, k, xr, 0, lay);
   } else {
-    quantize_x<WType::k_q8_0>(x, k, xr, 0, lay);
+    quantize_x<WType::kQ8_0>(x, k, xr, 0, lay);
   }
   const float* d = reinterpret_cast<const float*>(xr + lay.d_off);
   const float* s = reinterpret_cast<const float*>(xr + lay.s_off);
   for (int64_t b = 0; b < k / kQK; ++b) {
-    if (t == WType::k_q4_1) {
+    if (t == WType::kQ4_1) {
       BlockQ8_1& blk = static_cast<BlockQ8_1*>(out)[b];
       blk.d = f32_to_f16(d[b]);
       blk.s = f32_to_f16(s[b]);

@@ -72,12 +72,12 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     VI iacc[MR][NT];
     for (int r = 0; r < MR; ++r) {
       int32_t init = 0;
-      if constexpr (T == WType::k_q4_0) init = -8 * xsum[r];
-      if constexpr (T == WType::k_q8_0 && Dot::kBiased) init = -128 * xsum[r];
+      if constexpr (T == WType::kQ4_0) init = -8 * xsum[r];
+      if constexpr (T == WType::kQ8_0 && Dot::kBiased) init = -128 * xsum[r];
       for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Set(di, init);
     }
     const uint8_t* q = a.w + b * a.rec;
-    if constexpr (T == WType::k_q8_0) {
+    if constexpr (T == WType::kQ8_0) {
       for (int g = 0; g < 8; ++g) {
         VI wv[NT];
         for (int t = 0; t < NT; ++t) {
@@ -110,7 +110,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     for (int t = 0; t < NT; ++t) {
       const int64_t off = b * a.rec + t * 2 * L;
       sd[t] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wd + off)));
-      if constexpr (T == WType::k_q4_1)
+      if constexpr (T == WType::kQ4_1)
         sm[t] =
             hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wm + off)));
     }
@@ -118,7 +118,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
       const VF vxd = hn::Set(df, xd[r]);
       for (int t = 0; t < NT; ++t)
         facc[r][t] = hn::MulAdd(hn::ConvertTo(df, iacc[r][t]), hn::Mul(sd[t], vxd), facc[r][t]);
-      if constexpr (T == WType::k_q4_1) {
+      if constexpr (T == WType::kQ4_1) {
         const VF vxs = hn::Set(df, xs1[r]);
         for (int t = 0; t < NT; ++t) facc[r][t] = hn::MulAdd(sm[t], vxs, facc[r][t]);
       }
@@ -130,7 +130,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
 
 template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro(const MicroArgs& a) {
-  if constexpr (T == WType::k_i8) {
+  if constexpr (T == WType::kI8) {
     micro_i8<MR, NT, XR>(a);
   } else {
     micro_blk<T, MR, NT, XR>(a);
@@ -176,7 +176,7 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
   const Geometry& geo = *c.geo;
   const int64_t L = geo.L;
   const float* wscale =
-      T == WType::k_i8 ? reinterpret_cast<const float*>(c.w + geo.scales_off) : nullptr;
+      T == WType::kI8 ? reinterpret_cast<const float*>(c.w + geo.scales_off) : nullptr;
   for (int64_t item = b; item < e; ++item) {
     const int64_t panel = item / n_chunks;
     const int64_t g = panel / kPanels, i0 = panel % kPanels * NTMax;
@@ -223,8 +223,8 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
                  [&](int64_t b, int64_t e) { run_items<T, 1, kP<T>>(c, 1, 1, b, e); });
     return;
   }
-  constexpr int kMR = T == WType::k_i8 ? kMRI8 : kMRB;
-  constexpr int kNT = T == WType::k_i8 ? kNTI8 : kNTB;
+  constexpr int kMR = T == WType::kI8 ? kMRI8 : kMRB;
+  constexpr int kNT = T == WType::kI8 ? kNTI8 : kNTB;
   const int64_t panels = geo.groups * (kP<T> / kNT);
   const int64_t chunk = 16 * kMR;
   const int64_t n_chunks = (m + chunk - 1) / chunk;
@@ -243,10 +243,10 @@ MatmulKernel make() {
 }
 
 inline void install(KernelTable& t) {
-  t.matmul[static_cast<int>(WType::k_i8)] = make<WType::k_i8>();
-  t.matmul[static_cast<int>(WType::k_q8_0)] = make<WType::k_q8_0>();
-  t.matmul[static_cast<int>(WType::k_q4_0)] = make<WType::k_q4_0>();
-  t.matmul[static_cast<int>(WType::k_q4_1)] = make<WType::k_q4_1>();
+  t.matmul[static_cast<int>(WType::kI8)] = make<WType::kI8>();
+  t.matmul[static_cast<int>(WType::kQ8_0)] = make<WType::kQ8_0>();
+  t.matmul[static_cast<int>(WType::kQ4_0)] = make<WType::kQ4_0>();
+  t.matmul[static_cast<int>(WType::kQ4_1)] = make<WType::kQ4_1>();
 }
 
 }  // namespace LAYA_MI_NS

@@ -10,28 +10,28 @@ void dequantize_row(WType type, const void* rows, const float* scales, int64_t r
                     float* out) {
   const uint8_t* base = static_cast<const uint8_t*>(rows);
   switch (type) {
-    case WType::k_f32:
+    case WType::kF32:
       std::memcpy(out, base + 4 * dim * row, 4 * dim);
       return;
-    case WType::k_f16:
-    case WType::k_bf16: {
+    case WType::kF16:
+    case WType::kBF16: {
       const uint16_t* r = reinterpret_cast<const uint16_t*>(base) + dim * row;
       for (int64_t i = 0; i < dim; ++i)
-        out[i] = type == WType::k_f16 ? f16_to_f32(r[i]) : bf16_to_f32(r[i]);
+        out[i] = type == WType::kF16 ? f16_to_f32(r[i]) : bf16_to_f32(r[i]);
       return;
     }
-    case WType::k_i8: {
+    case WType::kI8: {
       const int8_t* r = reinterpret_cast<const int8_t*>(base) + dim * row;
       for (int64_t i = 0; i < dim; ++i) out[i] = static_cast<float>(r[i]) * scales[row];
       return;
     }
-    case WType::k_q8_0:
+    case WType::kQ8_0:
       dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(base) + dim / kQK * row, out, dim);
       return;
-    case WType::k_q4_0:
+    case WType::kQ4_0:
       dequantize_row_q4_0(reinterpret_cast<const BlockQ4_0*>(base) + dim / kQK * row, out, dim);
       return;
-    case WType::k_q4_1:
+    case WType::kQ4_1:
       dequantize_row_q4_1(reinterpret_cast<const BlockQ4_1*>(base) + dim / kQK * row, out, dim);
       return;
     case WType::kCount:

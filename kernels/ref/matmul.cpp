@@ -14,18 +14,18 @@ namespace {
 
 uint64_t row_bytes(WType t, int64_t k) {
   switch (t) {
-    case WType::k_f32:
+    case WType::kF32:
       return 4 * k;
-    case WType::k_f16:
-    case WType::k_bf16:
+    case WType::kF16:
+    case WType::kBF16:
       return 2 * k;
-    case WType::k_i8:
+    case WType::kI8:
       return k;
-    case WType::k_q8_0:
+    case WType::kQ8_0:
       return k / kQK * sizeof(BlockQ8_0);
-    case WType::k_q4_0:
+    case WType::kQ4_0:
       return k / kQK * sizeof(BlockQ4_0);
-    case WType::k_q4_1:
+    case WType::kQ4_1:
       return k / kQK * sizeof(BlockQ4_1);
     case WType::kCount:
       break;
@@ -34,20 +34,19 @@ uint64_t row_bytes(WType t, int64_t k) {
 }
 
 bool is_block(WType t) {
-  return t == WType::k_q8_0 || t == WType::k_q4_0 || t == WType::k_q4_1;
+  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1;
 }
 
 template <WType T>
 uint64_t packed_bytes(int64_t n, int64_t k) {
   if (n <= 0 || k <= 0 || (is_block(T) && k % kQK != 0)) return 0;
-  return row_bytes(T, k) * n + (T == WType::k_i8 ? 4 * n : 0);
+  return row_bytes(T, k) * n + (T == WType::kI8 ? 4 * n : 0);
 }
 
 template <WType T>
 void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
   std::memcpy(dst, w, row_bytes(T, k) * n);
-  if (T == WType::k_i8)
-    std::memcpy(static_cast<uint8_t*>(dst) + row_bytes(T, k) * n, scales, 4 * n);
+  if (T == WType::kI8) std::memcpy(static_cast<uint8_t*>(dst) + row_bytes(T, k) * n, scales, 4 * n);
 }
 
 template <WType T>
@@ -61,26 +60,26 @@ template <WType T>
 float dot_row(const uint8_t* w, int64_t j, int64_t k, const float* x, const void* xq, float xs,
               const float* wscales) {
   const uint8_t* row = w + row_bytes(T, k) * j;
-  if constexpr (T == WType::k_f32 || T == WType::k_f16 || T == WType::k_bf16) {
+  if constexpr (T == WType::kF32 || T == WType::kF16 || T == WType::kBF16) {
     double acc = 0;
     for (int64_t i = 0; i < k; ++i) {
       float wv;
-      if constexpr (T == WType::k_f32) std::memcpy(&wv, row + 4 * i, 4);
+      if constexpr (T == WType::kF32) std::memcpy(&wv, row + 4 * i, 4);
       uint16_t h;
-      if constexpr (T != WType::k_f32) std::memcpy(&h, row + 2 * i, 2);
-      if constexpr (T == WType::k_f16) wv = f16_to_f32(h);
-      if constexpr (T == WType::k_bf16) wv = bf16_to_f32(h);
+      if constexpr (T != WType::kF32) std::memcpy(&h, row + 2 * i, 2);
+      if constexpr (T == WType::kF16) wv = f16_to_f32(h);
+      if constexpr (T == WType::kBF16) wv = bf16_to_f32(h);
       acc += double{x[i]} * double{wv};
     }
     return static_cast<float>(acc);
-  } else if constexpr (T == WType::k_i8) {
+  } else if constexpr (T == WType::kI8) {
     const int8_t* q = static_cast<const int8_t*>(xq);
     int32_t acc = 0;
     for (int64_t i = 0; i < k; ++i) acc += int32_t{q[i]} * int32_t{static_cast<int8_t>(row[i])};
     float ws;  // the scales follow n * k bytes of rows: not necessarily 4-byte aligned
     std::memcpy(&ws, wscales + j, sizeof ws);
     return static_cast<float>(acc) * xs * ws;
-  } else if constexpr (T == WType::k_q8_0) {
+  } else if constexpr (T == WType::kQ8_0) {
     const BlockQ8_0* wb = reinterpret_cast<const BlockQ8_0*>(row);
     const BlockQ8_0* xb = static_cast<const BlockQ8_0*>(xq);
     float sum = 0;
@@ -90,7 +89,7 @@ float dot_row(const uint8_t* w, int64_t j, int64_t k, const float* x, const void
       sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum);
     }
     return sum;
-  } else if constexpr (T == WType::k_q4_0) {
+  } else if constexpr (T == WType::kQ4_0) {
     const BlockQ4_0* wb = reinterpret_cast<const BlockQ4_0*>(row);
     const BlockQ8_0* xb = static_cast<const BlockQ8_0*>(xq);
     float sum = 0;
@@ -125,20 +124,20 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
          int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool*) {
   const uint8_t* w = static_cast<const uint8_t*>(packed);
   const float* wscales =
-      T == WType::k_i8 ? reinterpret_cast<const float*>(w + row_bytes(T, k) * n) : nullptr;
+      T == WType::kI8 ? reinterpret_cast<const float*>(w + row_bytes(T, k) * n) : nullptr;
   float* xconv = static_cast<float*>(scratch);  // k floats (bf16-rounded x)
   void* xq = reinterpret_cast<uint8_t*>(scratch) + 4 * k + 64 - (4 * k) % 64;
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * ldx;
     float xs = 1.0f;
-    if constexpr (T == WType::k_bf16) {
+    if constexpr (T == WType::kBF16) {
       for (int64_t i = 0; i < k; ++i) xconv[i] = bf16_to_f32(f32_to_bf16(xr[i]));
       xr = xconv;
-    } else if constexpr (T == WType::k_i8) {
+    } else if constexpr (T == WType::kI8) {
       xs = quantize_row_i8(xr, static_cast<int8_t*>(xq), k);
-    } else if constexpr (T == WType::k_q8_0 || T == WType::k_q4_0) {
+    } else if constexpr (T == WType::kQ8_0 || T == WType::kQ4_0) {
       quantize_act_q8_0(xr, static_cast<BlockQ8_0*>(xq), k);
-    } else if constexpr (T == WType::k_q4_1) {
+    } else if constexpr (T == WType::kQ4_1) {
       quantize_act_q8_1(xr, static_cast<BlockQ8_1*>(xq), k);
     }
     for (int64_t j = 0; j < n; ++j) {
@@ -162,9 +161,9 @@ MatmulKernel make() {
 
 MatmulKernel matmul_kernel(WType type) {
   switch (type) {
-#define MATMUL_WTYPE(name, family, peak) \
-  case WType::k_##name:    \
-    return make<WType::k_##name>();
+#define MATMUL_WTYPE(name, Name, family, peak) \
+  case WType::k##Name:                         \
+    return make<WType::k##Name>();
 #include "kernels/matmul.inc"
 #undef MATMUL_WTYPE
     case WType::kCount:

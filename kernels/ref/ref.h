@@ -30,11 +30,11 @@ void rmsnorm(const float* x, const float* gamma, float* y, int64_t rows, int64_t
 // angle = f32(pos) * inv_freq in f32, cos/sin of that f32 angle), so parity with transformers holds
 // at long positions.
 void rope(const float* x, float* y, const int32_t* pos, int64_t tokens, int32_t n_heads,
-          int32_t head_dim, int32_t rotary_dim, float theta, Rope mode, const ThreadPool* pool);
+          int32_t head_dim, int32_t rotary_dim, float theta, RopeMode mode, const ThreadPool* pool);
 // unary.cpp
-float act(Act a, float x);
-void unary(Act a, const float* x, float* y, int64_t n, const ThreadPool* pool);
-void glu(Act a, const float* x, float* y, int64_t rows, int64_t f, const ThreadPool* pool);
+float act(ActKind a, float x);
+void unary(ActKind a, const float* x, float* y, int64_t n, const ThreadPool* pool);
+void glu(ActKind a, const float* x, float* y, int64_t rows, int64_t f, const ThreadPool* pool);
 void softmax(const float* x, float* y, int64_t rows, int64_t dim, const ThreadPool* pool);
 void binary(Binary op, const float* a, const float* b, float* y, int64_t n, int64_t nb,
             const ThreadPool* pool);

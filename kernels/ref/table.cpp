@@ -28,23 +28,10 @@ const KernelTable& kernel_table_ref() {
   return table;
 }
 
-const char* act_name(Act a) {
-  switch (a) {
-#define ACT(Name, name) \
-  case Act::k##Name:    \
-    return #name;
-#include "kernels/act.inc"
-#undef ACT
-    case Act::kCount:
-      break;
-  }
-  return "?";
-}
-
 const char* wtype_name(WType t) {
   switch (t) {
-#define MATMUL_WTYPE(name, family, peak) \
-  case WType::k_##name:                  \
+#define MATMUL_WTYPE(name, Name, family, peak) \
+  case WType::k##Name:                         \
     return #name;
 #include "kernels/matmul.inc"
 #undef MATMUL_WTYPE

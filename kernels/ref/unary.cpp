@@ -4,25 +4,25 @@
 
 namespace laya::kernels::ref {
 
-float act(Act a, float xf) {
+float act(ActKind a, float xf) {
   const double x = xf;
   switch (a) {
-    case Act::kGeluErf:
+    case ActKind::kGeluErf:
       return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
-    case Act::kGeluTanh:
+    case ActKind::kGeluTanh:
       return static_cast<float>(
           0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))));
-    case Act::kSilu:
+    case ActKind::kSilu:
       return static_cast<float>(x / (1.0 + std::exp(-x)));
-    case Act::kRelu:
+    case ActKind::kRelu:
       return xf > 0.0f ? xf : 0.0f;
-    case Act::kCount:
+    case ActKind::kCount:
       break;
   }
   return xf;
 }
 
-void unary(Act a, const float* x, float* y, int64_t n, const ThreadPool*) {
+void unary(ActKind a, const float* x, float* y, int64_t n, const ThreadPool*) {
   for (int64_t i = 0; i < n; ++i) y[i] = act(a, x[i]);
 }
 

@@ -100,19 +100,19 @@ inline TinyModel make_tiny_model(uint8_t weight_fill = 0) {
   m.batch = b.symbol("batch", 1, 4);
   m.seq = b.symbol("seq", 1, 64);
   const Shape bs = Shape::of({Dim::sym(m.batch), Dim::sym(m.seq)});
-  m.ids = b.input("ids", DType::k_i32, bs, InputRole::kTokenIds);
-  m.pos = b.input("pos", DType::k_i32, bs, InputRole::kPositions);
-  m.mask = b.input("mask", DType::k_i32, bs, InputRole::kKeyMask);
+  m.ids = b.input("ids", DType::kI32, bs, InputRole::kTokenIds);
+  m.pos = b.input("pos", DType::kI32, bs, InputRole::kPositions);
+  m.mask = b.input("mask", DType::kI32, bs, InputRole::kKeyMask);
   const int64_t d = kTinyD, kv = int64_t{kTinyKvHeads} * kTinyHeadDim;
-  m.tok_emb = zero_weight(b, "tok_emb", DType::k_f32, Shape::fixed({kTinyVocab, d}));
-  const ValueId norm_w = zero_weight(b, "norm_w", DType::k_f32, Shape::fixed({d}));
-  m.wqkv = zero_weight(b, "wq", DType::k_q8_0, Shape::fixed({d + 2 * kv, d}), block_quant(),
-                       weight_fill);
-  m.wo = zero_weight(b, "wo", DType::k_i8, Shape::fixed({d, d}), per_channel(0, d));
-  const ValueId ln_b = zero_weight(b, "ln_b", DType::k_f32, Shape::fixed({d}));
-  m.w_up = zero_weight(b, "w_up", DType::k_f16, Shape::fixed({4 * d, d}));
-  const ValueId w_down = zero_weight(b, "w_down", DType::k_bf16, Shape::fixed({d, 2 * d}));
-  m.w_out = zero_weight(b, "w_out", DType::k_q4_0, Shape::fixed({kTinyVocab, d}), block_quant());
+  m.tok_emb = zero_weight(b, "tok_emb", DType::kF32, Shape::fixed({kTinyVocab, d}));
+  const ValueId norm_w = zero_weight(b, "norm_w", DType::kF32, Shape::fixed({d}));
+  m.wqkv =
+      zero_weight(b, "wq", DType::kQ8_0, Shape::fixed({d + 2 * kv, d}), block_quant(), weight_fill);
+  m.wo = zero_weight(b, "wo", DType::kI8, Shape::fixed({d, d}), per_channel(0, d));
+  const ValueId ln_b = zero_weight(b, "ln_b", DType::kF32, Shape::fixed({d}));
+  m.w_up = zero_weight(b, "w_up", DType::kF16, Shape::fixed({4 * d, d}));
+  const ValueId w_down = zero_weight(b, "w_down", DType::kBF16, Shape::fixed({d, 2 * d}));
+  m.w_out = zero_weight(b, "w_out", DType::kQ4_0, Shape::fixed({kTinyVocab, d}), block_quant());
 
   m.h = b.embedding(m.tok_emb, m.ids, "embed");
   const ValueId hn = b.rmsnorm(m.h, norm_w, 1e-6f, "attn_norm");
@@ -120,20 +120,20 @@ inline TinyModel make_tiny_model(uint8_t weight_fill = 0) {
   const std::vector<ValueId> parts = b.split(qkv, {d, kv, kv}, "qkv_split");
   REQUIRE(parts.size() == 3);
   m.qkv0 = parts[0];
-  const ValueId q = b.rope(parts[0], m.pos, kTinyHeadDim, 10000.0f, kRopeNeox, 0, "rope_q");
-  const ValueId k = b.rope(parts[1], m.pos, kTinyHeadDim, 10000.0f, kRopeNeox, 0, "rope_k");
+  const ValueId q = b.rope(parts[0], m.pos, kTinyHeadDim, 10000.0f, RopeMode::kNeox, 0, "rope_q");
+  const ValueId k = b.rope(parts[1], m.pos, kTinyHeadDim, 10000.0f, RopeMode::kNeox, 0, "rope_k");
   Attrs at;
   at.n_heads = kTinyHeads;
   at.n_kv_heads = kTinyKvHeads;
   at.head_dim = kTinyHeadDim;
-  at.mask = kMaskCausal;
+  at.mask = MaskKind::kCausal;
   m.attn = b.attention(q, k, parts[2], m.mask, at, "attn");
   const ValueId o = b.matmul(m.attn, m.wo, kNoValue, "attn_out");
   const ValueId r = b.add(m.h, o, "residual");
   const ValueId ln = b.layernorm(r, norm_w, ln_b, 1e-5f, "ffn_norm");
   const ValueId up = b.matmul(ln, m.w_up, kNoValue, "up");
-  const ValueId g1 = b.glu(up, kActSilu, "swiglu");
-  const ValueId g2 = b.gelu(g1, kActGeluTanh, "gelu");
+  const ValueId g1 = b.glu(up, ActKind::kSilu, "swiglu");
+  const ValueId g2 = b.gelu(g1, ActKind::kGeluTanh, "gelu");
   const ValueId g3 = b.silu(g2, "silu");
   const ValueId g4 = b.relu(g3, "relu");
   const ValueId g5 = b.mul(g4, g1, "gate");

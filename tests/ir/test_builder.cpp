@@ -14,8 +14,8 @@ using namespace laya::ir::test;
 TEST_CASE("builder: errors are sticky and finish() returns the first one") {
   GraphBuilder b;
   const int seq = b.symbol("seq", 1, 8);
-  const ValueId x = b.input("x", DType::k_f32, Shape::of({Dim::sym(seq), Dim::fixed(16)}));
-  const ValueId w = zero_weight(b, "w", DType::k_f32, Shape::fixed({4, 12}));
+  const ValueId x = b.input("x", DType::kF32, Shape::of({Dim::sym(seq), Dim::fixed(16)}));
+  const ValueId w = zero_weight(b, "w", DType::kF32, Shape::fixed({4, 12}));
   REQUIRE(x != kNoValue);
   REQUIRE(w != kNoValue);
   const ValueId ok_relu = b.relu(x);
@@ -28,12 +28,12 @@ TEST_CASE("builder: errors are sticky and finish() returns the first one") {
 
   // Everything after the failure is a no-op returning kNoValue, even calls that would be valid.
   CHECK(b.relu(x) == kNoValue);
-  CHECK(b.input("y", DType::k_f32, Shape::fixed({2})) == kNoValue);
+  CHECK(b.input("y", DType::kF32, Shape::fixed({2})) == kNoValue);
   const float one[4] = {1, 1, 1, 1};
-  CHECK(b.weight("w2", DType::k_f32, Shape::fixed({4}), one, sizeof one) == kNoValue);
+  CHECK(b.weight("w2", DType::kF32, Shape::fixed({4}), one, sizeof one) == kNoValue);
   CHECK(b.symbol("batch", 1, 2) == 0);
   CHECK(b.split(x, {8, 8}).empty());
-  CHECK(b.node(Op::k_relu, {x}).empty());
+  CHECK(b.node(Op::kRelu, {x}).empty());
   // A second, different error does not replace the first.
   CHECK(b.glu(x, static_cast<ActKind>(9), "second_bad") == kNoValue);
   b.output(ok_relu, "out");
@@ -48,9 +48,9 @@ TEST_CASE("builder: errors are sticky and finish() returns the first one") {
 
 TEST_CASE("builder: the error names the failing node by its index and name") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({2, 8}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 8}));
   b.relu(x, "r");
-  b.glu(x, kActSilu, "g");
+  b.glu(x, ActKind::kSilu, "g");
   CHECK(b.status().is_ok());
   b.split(x, {3, 3}, "bad_split");
   CHECK_STATUS(b.status(), StatusCode::kGraphBadAttribute, "node 2 'bad_split' (split)");
@@ -58,11 +58,11 @@ TEST_CASE("builder: the error names the failing node by its index and name") {
 
 TEST_CASE("builder: a missing input is only allowed in trailing (optional) positions") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({2, 8}));
-  const ValueId w = zero_weight(b, "w", DType::k_f32, Shape::fixed({4, 8}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 8}));
+  const ValueId w = zero_weight(b, "w", DType::kF32, Shape::fixed({4, 8}));
   CHECK(b.matmul(x, w, kNoValue) != kNoValue);  // absent bias: fine
   CHECK(b.status().is_ok());
-  const ValueId bias = zero_weight(b, "bias", DType::k_f32, Shape::fixed({4}));
+  const ValueId bias = zero_weight(b, "bias", DType::kF32, Shape::fixed({4}));
   // A missing weight must not shift the bias into its place.
   CHECK(b.matmul(x, kNoValue, bias, "bad") == kNoValue);
   CHECK_STATUS(b.status(), StatusCode::kInvalidArgument, "'bad'", "input 1");
@@ -70,25 +70,25 @@ TEST_CASE("builder: a missing input is only allowed in trailing (optional) posit
 
 TEST_CASE("builder: node1 refuses a multi-output op instead of returning kNoValue silently") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({2, 12}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 12}));
   Attrs a;
   a.sizes = {6, 6};
-  CHECK(b.node1(Op::k_split, {x}, a, "bad") == kNoValue);
+  CHECK(b.node1(Op::kSplit, {x}, a, "bad") == kNoValue);
   CHECK_STATUS(b.status(), StatusCode::kInvalidArgument, "'bad'", "split", "2 outputs");
   GraphBuilder b2;  // one size: one output, fine
-  const ValueId x2 = b2.input("x", DType::k_f32, Shape::fixed({2, 12}));
+  const ValueId x2 = b2.input("x", DType::kF32, Shape::fixed({2, 12}));
   a.sizes = {12};
-  CHECK(b2.node1(Op::k_split, {x2}, a) != kNoValue);
+  CHECK(b2.node1(Op::kSplit, {x2}, a) != kNoValue);
   CHECK(b2.status().is_ok());
 }
 
 TEST_CASE("builder: an op value outside the op list is kGraphUnknownOp") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({2}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({2}));
   CHECK(b.node(static_cast<Op>(99), {x}, {}, "bad").empty());
   CHECK_STATUS(b.status(), StatusCode::kGraphUnknownOp, "'bad'", "op 99");
   GraphBuilder b2;
-  const ValueId x2 = b2.input("x", DType::k_f32, Shape::fixed({2}));
+  const ValueId x2 = b2.input("x", DType::kF32, Shape::fixed({2}));
   CHECK(b2.node1(Op::kCount, {x2}) == kNoValue);
   CHECK(b2.status().code() == StatusCode::kGraphUnknownOp);
 }
@@ -97,20 +97,20 @@ TEST_CASE("builder: weight byte counts, shapes, data copies") {
   SUBCASE("byte count off by one") {
     GraphBuilder b;
     const std::vector<uint8_t> bytes(15);
-    CHECK(b.weight("w", DType::k_f32, Shape::fixed({2, 2}), bytes.data(), 15) == kNoValue);
+    CHECK(b.weight("w", DType::kF32, Shape::fixed({2, 2}), bytes.data(), 15) == kNoValue);
     CHECK_STATUS(b.status(), StatusCode::kFileSizeMismatch, "'w'", "15 bytes given, 16 needed");
   }
   SUBCASE("block dtype with a partial block") {
     GraphBuilder b;
     const std::vector<uint8_t> bytes(64);
-    CHECK(b.weight("wq", DType::k_q4_0, Shape::fixed({3, 16}), bytes.data(), 36, block_quant()) ==
+    CHECK(b.weight("wq", DType::kQ4_0, Shape::fixed({3, 16}), bytes.data(), 36, block_quant()) ==
           kNoValue);
     CHECK_STATUS(b.status(), StatusCode::kGraphShapeMismatch, "48 elements", "q4_0", "32");
   }
   SUBCASE("block dtype whose rows are not whole blocks: accepted by count, refused by finish") {
     GraphBuilder b;
     const std::vector<uint8_t> bytes(18);
-    CHECK(b.weight("wq", DType::k_q4_0, Shape::fixed({2, 16}), bytes.data(), 18, block_quant()) !=
+    CHECK(b.weight("wq", DType::kQ4_0, Shape::fixed({2, 16}), bytes.data(), 18, block_quant()) !=
           kNoValue);
     CHECK_STATUS(std::move(b).finish().status(), StatusCode::kGraphQuantMismatch, "'wq'",
                  "fixed multiple of 32");
@@ -118,7 +118,7 @@ TEST_CASE("builder: weight byte counts, shapes, data copies") {
   SUBCASE("block dtype sized right") {
     GraphBuilder b;
     const std::vector<uint8_t> bytes(2 * 34);
-    CHECK(b.weight("wq", DType::k_q8_0, Shape::fixed({2, 32}), bytes.data(), bytes.size(),
+    CHECK(b.weight("wq", DType::kQ8_0, Shape::fixed({2, 32}), bytes.data(), bytes.size(),
                    block_quant()) != kNoValue);
     CHECK(b.status().is_ok());
   }
@@ -126,31 +126,31 @@ TEST_CASE("builder: weight byte counts, shapes, data copies") {
     GraphBuilder b;
     const int s = b.symbol("s", 1, 4);
     const float v[4] = {};
-    CHECK(b.weight("w", DType::k_f32, Shape::of({Dim::sym(s)}), v, sizeof v) == kNoValue);
+    CHECK(b.weight("w", DType::kF32, Shape::of({Dim::sym(s)}), v, sizeof v) == kNoValue);
     CHECK_STATUS(b.status(), StatusCode::kGraphShapeMismatch, "'w'", "fixed shape");
   }
   SUBCASE("element count overflow") {
     GraphBuilder b;
     const float v[1] = {};
-    CHECK(b.weight("w", DType::k_f32, Shape::fixed({int64_t{1} << 40, int64_t{1} << 30}), v, 4) ==
+    CHECK(b.weight("w", DType::kF32, Shape::fixed({int64_t{1} << 40, int64_t{1} << 30}), v, 4) ==
           kNoValue);
     CHECK(b.status().code() == StatusCode::kFileSizeOverflow);
   }
   SUBCASE("byte count overflow") {
     GraphBuilder b;
     const float v[1] = {};
-    CHECK(b.weight("w", DType::k_f32, Shape::fixed({int64_t{1} << 31, int64_t{1} << 31}), v, 4) ==
+    CHECK(b.weight("w", DType::kF32, Shape::fixed({int64_t{1} << 31, int64_t{1} << 31}), v, 4) ==
           kNoValue);
     CHECK(b.status().code() == StatusCode::kFileSizeOverflow);
   }
   SUBCASE("missing data") {
     GraphBuilder b;
-    CHECK(b.weight("w", DType::k_f32, Shape::fixed({4}), nullptr, 16) == kNoValue);
+    CHECK(b.weight("w", DType::kF32, Shape::fixed({4}), nullptr, 16) == kNoValue);
     CHECK_STATUS(b.status(), StatusCode::kInvalidArgument, "'w'");
   }
   SUBCASE("empty weight") {
     GraphBuilder b;
-    const ValueId w = b.weight("w", DType::k_f32, Shape::fixed({0, 4}), nullptr, 0);
+    const ValueId w = b.weight("w", DType::kF32, Shape::fixed({0, 4}), nullptr, 0);
     CHECK(w != kNoValue);
     Result<Graph> g = std::move(b).finish();
     REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
@@ -159,7 +159,7 @@ TEST_CASE("builder: weight byte counts, shapes, data copies") {
   SUBCASE("bytes are copied into 64-byte-aligned graph storage") {
     GraphBuilder b;
     std::vector<float> src = {1.5f, -2.0f, 3.25f};
-    const ValueId w = b.weight("w", DType::k_f32, Shape::fixed({3}), src.data(), 12);
+    const ValueId w = b.weight("w", DType::kF32, Shape::fixed({3}), src.data(), 12);
     src[0] = 99.0f;  // the graph keeps its own copy
     src.clear();
     src.shrink_to_fit();
@@ -184,7 +184,7 @@ TEST_CASE("builder: weight byte counts, shapes, data copies") {
 
 TEST_CASE("builder: outputs are renamed and listed; non-activations are refused") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({2, 8}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 8}));
   const ValueId r = b.relu(x);
   const ValueId s = b.silu(r, "act");
   b.output(r, "hidden");
@@ -200,18 +200,18 @@ TEST_CASE("builder: outputs are renamed and listed; non-activations are refused"
   CHECK(g->nodes[0].name == "relu_0");  // the node keeps its name
 
   GraphBuilder b2;
-  const ValueId x2 = b2.input("x", DType::k_f32, Shape::fixed({2}));
+  const ValueId x2 = b2.input("x", DType::kF32, Shape::fixed({2}));
   b2.output(x2, "y");
   CHECK_STATUS(b2.status(), StatusCode::kGraphInvalid, "not a node output");
   GraphBuilder b3;
   b3.output(kNoValue);
   CHECK(b3.status().code() == StatusCode::kGraphInvalid);
   GraphBuilder b4;
-  const ValueId w4 = zero_weight(b4, "w", DType::k_f32, Shape::fixed({2}));
+  const ValueId w4 = zero_weight(b4, "w", DType::kF32, Shape::fixed({2}));
   b4.output(w4);
   CHECK(b4.status().code() == StatusCode::kGraphInvalid);
   GraphBuilder b5;  // the same output twice: caught by the verifier in finish()
-  const ValueId r5 = b5.relu(b5.input("x", DType::k_f32, Shape::fixed({2})));
+  const ValueId r5 = b5.relu(b5.input("x", DType::kF32, Shape::fixed({2})));
   b5.output(r5);
   b5.output(r5);
   CHECK(b5.status().is_ok());
@@ -220,12 +220,12 @@ TEST_CASE("builder: outputs are renamed and listed; non-activations are refused"
 
 TEST_CASE("builder: node and value names") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({2, 12}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 12}));
   const ValueId r = b.relu(x);                                  // node 0
   const ValueId m = b.mul(r, x, "gate");                        // node 1
   const std::vector<ValueId> parts = b.split(m, {4, 8});        // node 2
   const std::vector<ValueId> named = b.split(m, {6, 6}, "qk");  // node 3
-  const ValueId one = b.node1(Op::k_softmax, {parts[1]});       // node 4
+  const ValueId one = b.node1(Op::kSoftmax, {parts[1]});        // node 4
   Result<Graph> g = std::move(b).finish();
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
   CHECK(g->values[r].name == "relu_0");
@@ -259,7 +259,7 @@ TEST_CASE("builder: symbols") {
 
   GraphBuilder b3;  // bad bounds are caught by finish()'s verify
   const int s = b3.symbol("seq", 9, 4);
-  b3.relu(b3.input("x", DType::k_f32, Shape::of({Dim::sym(s)})));
+  b3.relu(b3.input("x", DType::kF32, Shape::of({Dim::sym(s)})));
   CHECK(b3.status().is_ok());
   CHECK_STATUS(std::move(b3).finish().status(), StatusCode::kGraphInvalid, "'seq'", "[9, 4]");
 }
@@ -310,12 +310,12 @@ TEST_CASE("graph_print: symbols, inputs with roles, weights, nodes, outputs") {
   CHECK(contains(node_line(g, "ffn_norm"), ", %4 norm_w, %7 ln_b) -> f32 [batch, seq, 32]"));
   CHECK(contains(node_line(g, "rope_q"), "{head_dim=8} -> f32 [batch, seq, 32]"));
   CHECK(contains(node_line(g, "attn"),
-                 "{n_heads=4, n_kv_heads=2, head_dim=8, mask=1} -> f32 [batch, seq, 32]"));
+                 "{n_heads=4, n_kv_heads=2, head_dim=8, mask=causal} -> f32 [batch, seq, 32]"));
   CHECK(contains(node_line(g, "attn"), "= attention(%"));
   CHECK(contains(node_line(g, "attn"), ", %2 mask)"));
   CHECK(contains(node_line(g, "swiglu"), "= glu("));
-  CHECK(contains(node_line(g, "swiglu"), "{act=2} -> f32 [batch, seq, 64]"));
-  CHECK(contains(node_line(g, "gelu"), "{act=1}"));
+  CHECK(contains(node_line(g, "swiglu"), "{act=silu} -> f32 [batch, seq, 64]"));
+  CHECK(contains(node_line(g, "gelu"), "{act=gelu_tanh}"));
   // A multi-output node lists every output and every output's type.
   const NodeId split = node_named(g, "qkv_split");
   const std::vector<ValueId>& parts = g.nodes[split].outputs;
@@ -335,10 +335,10 @@ TEST_CASE("graph_print: symbols, inputs with roles, weights, nodes, outputs") {
 
 TEST_CASE("graph_print of a graph without symbols, with rope / non-default attrs") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({1, 3, 8}));
-  const ValueId p = b.input("p", DType::k_i32, Shape::fixed({1, 3}), InputRole::kPositions);
-  const ValueId r = b.rope(x, p, 4, 500000.0f, kRopeGptj, 2, "rot");
-  const ValueId i8w = zero_weight(b, "wt", DType::k_i8, Shape::fixed({4, 8}), per_tensor(0.5f));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({1, 3, 8}));
+  const ValueId p = b.input("p", DType::kI32, Shape::fixed({1, 3}), InputRole::kPositions);
+  const ValueId r = b.rope(x, p, 4, 500000.0f, RopeMode::kGptj, 2, "rot");
+  const ValueId i8w = zero_weight(b, "wt", DType::kI8, Shape::fixed({4, 8}), per_tensor(0.5f));
   b.output(b.matmul(r, i8w, kNoValue, "proj"), "y");
   Result<Graph> g = std::move(b).finish();
   REQUIRE(g.is_ok());
@@ -351,7 +351,7 @@ TEST_CASE("graph_print of a graph without symbols, with rope / non-default attrs
   CHECK(contains(out, "wt: i8 [4, 8] quant=per_tensor (32 bytes)"));
   CHECK(contains(out,
                  "= rope(%0 x, %1 p) {head_dim=4, rotary_dim=2, rope_theta=500000, "
-                 "rope_mode=1} -> f32 [1, 3, 8]  [rot]\n"));
+                 "rope_mode=gptj} -> f32 [1, 3, 8]  [rot]\n"));
   CHECK(contains(out, "y = matmul(%2 rot, %3 wt) -> f32 [1, 3, 4]  [proj]\n"));
 }
 

@@ -121,7 +121,7 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& p, const std::vector<uint6
 // A chain x -> relu -> relu -> ... (n nodes); the last value is the graph output.
 Graph relu_chain(int n) {
   GraphBuilder b;
-  ValueId v = b.input("x", DType::k_f32, Shape::fixed({4}));
+  ValueId v = b.input("x", DType::kF32, Shape::fixed({4}));
   for (int i = 0; i < n; ++i) v = b.relu(v, "r" + std::to_string(i));
   b.output(v);
   Result<Graph> g = std::move(b).finish();
@@ -160,7 +160,7 @@ TEST_CASE("memory plan: a chain reuses memory; the arena is the two largest adja
 
 TEST_CASE("memory plan: a value read by a late node stays live until then") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({256}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({256}));
   const ValueId a = b.relu(x, "a");     // node 0
   const ValueId v1 = b.relu(a, "b");    // node 1
   const ValueId v2 = b.relu(v1, "c");   // node 2
@@ -189,7 +189,7 @@ TEST_CASE("memory plan: a value read by a late node stays live until then") {
 
 TEST_CASE("memory plan: all outputs of a node are live together, even unread ones") {
   GraphBuilder b;
-  const ValueId x = b.input("x", DType::k_f32, Shape::fixed({2, 96}));
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 96}));
   const std::vector<ValueId> parts = b.split(x, {32, 32, 32}, "s");  // node 0; parts[2] unread
   const ValueId y = b.mul(parts[0], parts[1], "y");                  // node 1
   const ValueId z = b.relu(y, "z");                                  // node 2
@@ -209,17 +209,17 @@ TEST_CASE("memory plan: planned at a bucket's max shape, valid at smaller shapes
   const int seq = b.symbol("seq", 1, 128);
   const int batch = b.symbol("batch", 1, 4);
   const ValueId x =
-      b.input("x", DType::k_f32, Shape::of({Dim::sym(batch), Dim::sym(seq), Dim::fixed(64)}));
-  const ValueId w1 = zero_weight(b, "w1", DType::k_f32, Shape::fixed({256, 64}));
-  const ValueId w2 = zero_weight(b, "w2", DType::k_q8_0, Shape::fixed({64, 128}), block_quant());
+      b.input("x", DType::kF32, Shape::of({Dim::sym(batch), Dim::sym(seq), Dim::fixed(64)}));
+  const ValueId w1 = zero_weight(b, "w1", DType::kF32, Shape::fixed({256, 64}));
+  const ValueId w2 = zero_weight(b, "w2", DType::kQ8_0, Shape::fixed({64, 128}), block_quant());
   const ValueId h = b.matmul(x, w1, kNoValue, "up");
   const ValueId r = b.relu(h, "act");
   const std::vector<ValueId> halves = b.split(r, {128, 128}, "halves");
   const ValueId m = b.mul(halves[0], halves[1], "gate");
-  const ValueId d = b.matmul(b.glu(r, kActSilu, "glu"), w2, kNoValue, "down");
+  const ValueId d = b.matmul(b.glu(r, ActKind::kSilu, "glu"), w2, kNoValue, "down");
   const ValueId s = b.add(d, x, "res");
   const ValueId o = b.add(
-      s, b.softmax(b.matmul(m, zero_weight(b, "w3", DType::k_f32, Shape::fixed({64, 128}))), "sm"),
+      s, b.softmax(b.matmul(m, zero_weight(b, "w3", DType::kF32, Shape::fixed({64, 128}))), "sm"),
       "out");
   b.output(o);
   Result<Graph> g = std::move(b).finish();
@@ -319,7 +319,7 @@ Graph random_dag(std::mt19937_64& rng, int n_nodes) {
   for (int i = 0; i < n_inputs; ++i) {
     const int64_t w = kWidths[pick(12)];
     add_value(
-        b.input("in" + std::to_string(i), DType::k_f32, Shape::of({Dim::sym(rows), Dim::fixed(w)})),
+        b.input("in" + std::to_string(i), DType::kF32, Shape::of({Dim::sym(rows), Dim::fixed(w)})),
         w);
   }
   int n_weights = 0;
@@ -343,7 +343,7 @@ Graph random_dag(std::mt19937_64& rng, int n_nodes) {
         ValueId other = pool[same[pick(static_cast<int64_t>(same.size()))]];
         if (pick(4) == 0) {
           other =
-              zero_weight(b, "bias" + std::to_string(n_weights++), DType::k_f32, Shape::fixed({w}));
+              zero_weight(b, "bias" + std::to_string(n_weights++), DType::kF32, Shape::fixed({w}));
         }
         add_value(pick(2) ? b.add(src, other, name) : b.mul(src, other, name), w);
         break;
@@ -367,7 +367,7 @@ Graph random_dag(std::mt19937_64& rng, int n_nodes) {
           if (n * w <= 65536) fits.push_back(n);
         const int64_t n = fits[pick(static_cast<int64_t>(fits.size()))];
         const ValueId wt =
-            zero_weight(b, "w" + std::to_string(n_weights++), DType::k_f32, Shape::fixed({n, w}));
+            zero_weight(b, "w" + std::to_string(n_weights++), DType::kF32, Shape::fixed({n, w}));
         add_value(b.matmul(src, wt, kNoValue, name), n);
         break;
       }

@@ -180,53 +180,53 @@ Graph make_full_graph() {
   const int past = b.symbol("past", 0, 1024);
   const Dim B = Dim::sym(batch), S = Dim::sym(seq), T = Dim::sym(past) + Dim::sym(seq);
   const int64_t d = 64, hd = 16, n_kv = 2, vocab = 64;
-  const ValueId ids = b.input("ids", DType::k_i32, Shape::of({B, S}), InputRole::kTokenIds);
-  const ValueId pos = b.input("pos", DType::k_i32, Shape::of({B, S}), InputRole::kPositions);
-  const ValueId kmask = b.input("key_mask", DType::k_i32, Shape::of({B, T}), InputRole::kKeyMask);
-  const ValueId kc = b.input("k_cache", DType::k_f32, Shape::of({B, T, Dim::fixed(n_kv * hd)}));
-  const ValueId vc = b.input("v_cache", DType::k_f32, Shape::of({B, T, Dim::fixed(n_kv * hd)}));
+  const ValueId ids = b.input("ids", DType::kI32, Shape::of({B, S}), InputRole::kTokenIds);
+  const ValueId pos = b.input("pos", DType::kI32, Shape::of({B, S}), InputRole::kPositions);
+  const ValueId kmask = b.input("key_mask", DType::kI32, Shape::of({B, T}), InputRole::kKeyMask);
+  const ValueId kc = b.input("k_cache", DType::kF32, Shape::of({B, T, Dim::fixed(n_kv * hd)}));
+  const ValueId vc = b.input("v_cache", DType::kF32, Shape::of({B, T, Dim::fixed(n_kv * hd)}));
 
   const ValueId emb =
-      add_weight(b, "tok_emb", DType::k_q8_0, Shape::fixed({vocab, d}), block_quant());
+      add_weight(b, "tok_emb", DType::kQ8_0, Shape::fixed({vocab, d}), block_quant());
   const ValueId x = b.embedding(emb, ids, "embed");
-  const ValueId h =
-      b.layernorm(x, add_weight(b, "ln.g", DType::k_f32, Shape::fixed({d})),
-                  add_weight(b, "ln.b", DType::k_f32, Shape::fixed({d})), 1e-6f, "ln");
+  const ValueId h = b.layernorm(x, add_weight(b, "ln.g", DType::kF32, Shape::fixed({d})),
+                                add_weight(b, "ln.b", DType::kF32, Shape::fixed({d})), 1e-6f, "ln");
   const ValueId h2 =
-      b.rmsnorm(h, add_weight(b, "rms.g", DType::k_f32, Shape::fixed({d})), 2e-6f, "rms");
-  const ValueId q = b.matmul(h2, add_weight(b, "wq", DType::k_f16, Shape::fixed({d, d})),
-                             add_weight(b, "bq", DType::k_f32, Shape::fixed({d})), "q_proj");
-  const ValueId qr = b.rope(q, pos, static_cast<int32_t>(hd), 500000.0f, kRopeGptj, 8, "rope");
+      b.rmsnorm(h, add_weight(b, "rms.g", DType::kF32, Shape::fixed({d})), 2e-6f, "rms");
+  const ValueId q = b.matmul(h2, add_weight(b, "wq", DType::kF16, Shape::fixed({d, d})),
+                             add_weight(b, "bq", DType::kF32, Shape::fixed({d})), "q_proj");
+  const ValueId qr =
+      b.rope(q, pos, static_cast<int32_t>(hd), 500000.0f, RopeMode::kGptj, 8, "rope");
   Attrs a;
   a.n_heads = 4;
   a.n_kv_heads = 2;
   a.head_dim = static_cast<int32_t>(hd);
   a.scale = 0.25f;
-  a.mask = kMaskCausal;
+  a.mask = MaskKind::kCausal;
   a.window = 8;
   const ValueId att = b.attention(qr, kc, vc, kmask, a, "attn");
   const ValueId o =
-      b.matmul(att, add_weight(b, "wo", DType::k_bf16, Shape::fixed({d, d})), kNoValue, "o_proj");
+      b.matmul(att, add_weight(b, "wo", DType::kBF16, Shape::fixed({d, d})), kNoValue, "o_proj");
   const ValueId r1 = b.add(o, x, "resid");
   const ValueId up =
-      b.matmul(r1, add_weight(b, "w_up", DType::k_i8, Shape::fixed({2 * d, d}), per_channel(2 * d)),
+      b.matmul(r1, add_weight(b, "w_up", DType::kI8, Shape::fixed({2 * d, d}), per_channel(2 * d)),
                kNoValue, "up");
-  const ValueId g1 = b.glu(up, kActSilu, "glu");
-  const ValueId ge = b.gelu(g1, kActGeluTanh, "gelu");
+  const ValueId g1 = b.glu(up, ActKind::kSilu, "glu");
+  const ValueId ge = b.gelu(g1, ActKind::kGeluTanh, "gelu");
   const ValueId si = b.silu(ge, "silu");
   const ValueId re = b.relu(si, "relu");
-  const ValueId mu = b.mul(re, add_weight(b, "scale", DType::k_f32, Shape::fixed({d})), "mul");
+  const ValueId mu = b.mul(re, add_weight(b, "scale", DType::kF32, Shape::fixed({d})), "mul");
   const ValueId d1 =
-      b.matmul(mu, add_weight(b, "w_q4_0", DType::k_q4_0, Shape::fixed({d, d}), block_quant()),
+      b.matmul(mu, add_weight(b, "w_q4_0", DType::kQ4_0, Shape::fixed({d, d}), block_quant()),
                kNoValue, "down");
   const ValueId d2 =
-      b.matmul(d1, add_weight(b, "w_q4_1", DType::k_q4_1, Shape::fixed({96, d}), block_quant()),
+      b.matmul(d1, add_weight(b, "w_q4_1", DType::kQ4_1, Shape::fixed({96, d}), block_quant()),
                kNoValue, "head");
   const std::vector<ValueId> parts = b.split(d2, {32, 64}, "split");
   REQUIRE(parts.size() == 2);
   const ValueId sm = b.softmax(parts[0], "softmax");
   const ValueId lg = b.matmul(
-      parts[1], add_weight(b, "w_i8t", DType::k_i8, Shape::fixed({8, d}), per_tensor(0.02f)),
+      parts[1], add_weight(b, "w_i8t", DType::kI8, Shape::fixed({8, d}), per_tensor(0.02f)),
       kNoValue, "cls");
   const ValueId side = b.relu(vc, "side");  // independent of the main chain
   b.output(sm, "probs");
@@ -243,13 +243,13 @@ Graph make_small_graph() {
   GraphBuilder b;
   const int seq = b.symbol("seq", 1, 16);
   const ValueId ids =
-      b.input("ids", DType::k_i32, Shape::of({Dim::fixed(1), Dim::sym(seq)}), InputRole::kTokenIds);
+      b.input("ids", DType::kI32, Shape::of({Dim::fixed(1), Dim::sym(seq)}), InputRole::kTokenIds);
   const ValueId x = b.embedding(
-      add_weight(b, "emb", DType::k_q4_0, Shape::fixed({8, 32}), block_quant()), ids, "embed");
+      add_weight(b, "emb", DType::kQ4_0, Shape::fixed({8, 32}), block_quant()), ids, "embed");
   const ValueId h =
-      b.layernorm(x, add_weight(b, "g", DType::k_f32, Shape::fixed({32})), kNoValue, 1e-5f, "ln");
+      b.layernorm(x, add_weight(b, "g", DType::kF32, Shape::fixed({32})), kNoValue, 1e-5f, "ln");
   const ValueId y = b.matmul(
-      h, add_weight(b, "w", DType::k_i8, Shape::fixed({16, 32}), per_channel(16)), kNoValue, "mm");
+      h, add_weight(b, "w", DType::kI8, Shape::fixed({16, 32}), per_channel(16)), kNoValue, "mm");
   const std::vector<ValueId> parts = b.split(y, {4, 12}, "split");
   REQUIRE(parts.size() == 2);
   b.output(parts[0], "a");
@@ -440,7 +440,7 @@ TEST_CASE("model file: schema attribute defaults equal ir/attrs.inc defaults") {
   b.Finish(ab.Finish());
   const fb::Attrs* a = flatbuffers::GetRoot<fb::Attrs>(b.GetBufferPointer());
   const Attrs defaults;
-#define ATTR(type, name, def) CHECK_MESSAGE(a->name() == defaults.name, #name);
+#define ATTR(type, name, def) CHECK_MESSAGE(static_cast<type>(a->name()) == defaults.name, #name);
 #include "ir/attrs.inc"
 #undef ATTR
 }

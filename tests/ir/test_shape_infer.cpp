@@ -26,10 +26,10 @@ struct Fx {
   Dim T() const { return Dim::sym(past) + Dim::sym(seq); }  // KV length
   static Dim F(int64_t v) { return Dim::fixed(v); }
 
-  ValueId in(const std::string& name, const Shape& s, DType dt = DType::k_f32) {
+  ValueId in(const std::string& name, const Shape& s, DType dt = DType::kF32) {
     return b.input(name, dt, s);
   }
-  ValueId w(const std::string& name, const Shape& s, DType dt = DType::k_f32, Quant q = {}) {
+  ValueId w(const std::string& name, const Shape& s, DType dt = DType::kF32, Quant q = {}) {
     return zero_weight(b, name, dt, s, std::move(q));
   }
   // Finishes and returns the graph (REQUIREs it verifies).
@@ -61,16 +61,16 @@ void check_type(const Graph& g, ValueId v, DType dt, const Shape& s) {
 
 TEST_CASE("embedding: [..., ] ids -> [..., D] for every supported table dtype") {
   Fx f;
-  const ValueId ids = f.in("ids", Shape::of({f.B(), f.S()}), DType::k_i32);
-  const ValueId ids3 = f.in("ids3", Shape::of({f.F(2), Dim::sym(f.seq, 3), f.F(5)}), DType::k_i32);
+  const ValueId ids = f.in("ids", Shape::of({f.B(), f.S()}), DType::kI32);
+  const ValueId ids3 = f.in("ids3", Shape::of({f.F(2), Dim::sym(f.seq, 3), f.F(5)}), DType::kI32);
   const ValueId t32 = f.w("t32", Shape::fixed({100, 16}));
-  const ValueId t16 = f.w("t16", Shape::fixed({100, 16}), DType::k_f16);
-  const ValueId tb16 = f.w("tb16", Shape::fixed({100, 16}), DType::k_bf16);
-  const ValueId ti8 = f.w("ti8", Shape::fixed({100, 16}), DType::k_i8, per_channel(0, 100));
-  const ValueId ti8t = f.w("ti8t", Shape::fixed({100, 16}), DType::k_i8, per_tensor(0.1f));
-  const ValueId tq8 = f.w("tq8", Shape::fixed({100, 64}), DType::k_q8_0, block_quant());
-  const ValueId tq40 = f.w("tq40", Shape::fixed({100, 64}), DType::k_q4_0, block_quant());
-  const ValueId tq41 = f.w("tq41", Shape::fixed({100, 64}), DType::k_q4_1, block_quant());
+  const ValueId t16 = f.w("t16", Shape::fixed({100, 16}), DType::kF16);
+  const ValueId tb16 = f.w("tb16", Shape::fixed({100, 16}), DType::kBF16);
+  const ValueId ti8 = f.w("ti8", Shape::fixed({100, 16}), DType::kI8, per_channel(0, 100));
+  const ValueId ti8t = f.w("ti8t", Shape::fixed({100, 16}), DType::kI8, per_tensor(0.1f));
+  const ValueId tq8 = f.w("tq8", Shape::fixed({100, 64}), DType::kQ8_0, block_quant());
+  const ValueId tq40 = f.w("tq40", Shape::fixed({100, 64}), DType::kQ4_0, block_quant());
+  const ValueId tq41 = f.w("tq41", Shape::fixed({100, 64}), DType::kQ4_1, block_quant());
   const ValueId e32 = f.b.embedding(t32, ids);
   const ValueId e16 = f.b.embedding(t16, ids);
   const ValueId eb16 = f.b.embedding(tb16, ids);
@@ -82,32 +82,32 @@ TEST_CASE("embedding: [..., ] ids -> [..., D] for every supported table dtype") 
   const Graph g = f.done();
   const Shape bs16 = Shape::of({f.B(), f.S(), f.F(16)});
   const Shape bs64 = Shape::of({f.B(), f.S(), f.F(64)});
-  check_type(g, e32, DType::k_f32, bs16);
-  check_type(g, e16, DType::k_f32, bs16);
-  check_type(g, eb16, DType::k_f32, bs16);
-  check_type(g, ei8, DType::k_f32, bs16);
-  check_type(g, ei8t, DType::k_f32, Shape::of({f.F(2), Dim::sym(f.seq, 3), f.F(5), f.F(16)}));
-  check_type(g, eq8, DType::k_f32, bs64);
-  check_type(g, eq40, DType::k_f32, bs64);
-  check_type(g, eq41, DType::k_f32, bs64);
+  check_type(g, e32, DType::kF32, bs16);
+  check_type(g, e16, DType::kF32, bs16);
+  check_type(g, eb16, DType::kF32, bs16);
+  check_type(g, ei8, DType::kF32, bs16);
+  check_type(g, ei8t, DType::kF32, Shape::of({f.F(2), Dim::sym(f.seq, 3), f.F(5), f.F(16)}));
+  check_type(g, eq8, DType::kF32, bs64);
+  check_type(g, eq40, DType::kF32, bs64);
+  check_type(g, eq41, DType::kF32, bs64);
 }
 
 TEST_CASE("embedding errors") {
   SUBCASE("ids not i32") {
     Fx f;
-    const ValueId ids = f.in("ids", Shape::of({f.S()}), DType::k_f32);
+    const ValueId ids = f.in("ids", Shape::of({f.S()}), DType::kF32);
     f.b.embedding(f.w("t", Shape::fixed({10, 4})), ids, "bad");
     CHECK_BAD(f, "embedding", StatusCode::kGraphDtypeMismatch, "ids 'ids' is f32, expected i32");
   }
   SUBCASE("table rank 1") {
     Fx f;
-    f.b.embedding(f.w("t", Shape::fixed({40})), f.in("ids", Shape::of({f.S()}), DType::k_i32),
+    f.b.embedding(f.w("t", Shape::fixed({40})), f.in("ids", Shape::of({f.S()}), DType::kI32),
                   "bad");
     CHECK_BAD(f, "embedding", StatusCode::kGraphShapeMismatch, "table 't' has rank 1");
   }
   SUBCASE("ids rank too large for the output") {
     Fx f;
-    const ValueId ids = f.in("ids", Shape::fixed({1, 1, 1, 1, 1, 2}), DType::k_i32);
+    const ValueId ids = f.in("ids", Shape::fixed({1, 1, 1, 1, 1, 2}), DType::kI32);
     f.b.embedding(f.w("t", Shape::fixed({10, 4})), ids, "bad");
     CHECK_BAD(f, "embedding", StatusCode::kGraphShapeMismatch, "ids 'ids' has rank 6");
   }
@@ -120,30 +120,30 @@ TEST_CASE("embedding errors") {
     Quant zp = per_tensor(0.5f);
     zp.zero_points = {3};
     const Case cases[] = {
-        {DType::k_i8, Quant{}, "i8 with none"},
-        {DType::k_i8, zp, "i8 with per_tensor"},
-        {DType::k_i8, per_channel(1, 4), "i8 with per_channel"},
-        {DType::k_u8, per_tensor(0.5f), "u8 with per_tensor"},
-        {DType::k_i32, Quant{}, "i32 with none"},
-        {DType::k_f32, per_tensor(0.5f), "f32 with per_tensor"},
+        {DType::kI8, Quant{}, "i8 with none"},
+        {DType::kI8, zp, "i8 with per_tensor"},
+        {DType::kI8, per_channel(1, 4), "i8 with per_channel"},
+        {DType::kU8, per_tensor(0.5f), "u8 with per_tensor"},
+        {DType::kI32, Quant{}, "i32 with none"},
+        {DType::kF32, per_tensor(0.5f), "f32 with per_tensor"},
     };
     for (const Case& c : cases) {
       CAPTURE(std::string(c.what));
       Fx f;
       const ValueId t = f.w("t", Shape::fixed({10, 4}), c.dt, c.q);
-      f.b.embedding(t, f.in("ids", Shape::of({f.S()}), DType::k_i32), "bad");
+      f.b.embedding(t, f.in("ids", Shape::of({f.S()}), DType::kI32), "bad");
       CHECK_BAD(f, "embedding", StatusCode::kGraphQuantMismatch, c.what, "not supported");
     }
   }
   SUBCASE("arity") {
     Fx f;
-    const ValueId ids = f.in("ids", Shape::of({f.S()}), DType::k_i32);
-    f.b.node(Op::k_embedding, {ids}, {}, "bad");
+    const ValueId ids = f.in("ids", Shape::of({f.S()}), DType::kI32);
+    f.b.node(Op::kEmbedding, {ids}, {}, "bad");
     CHECK_BAD(f, "embedding", StatusCode::kGraphInvalid, "1 inputs, expected 2");
     Fx f2;
     const ValueId t = f2.w("t", Shape::fixed({10, 4}));
-    const ValueId ids2 = f2.in("ids", Shape::of({f2.S()}), DType::k_i32);
-    f2.b.node(Op::k_embedding, {t, ids2, ids2}, {}, "bad");
+    const ValueId ids2 = f2.in("ids", Shape::of({f2.S()}), DType::kI32);
+    f2.b.node(Op::kEmbedding, {t, ids2, ids2}, {}, "bad");
     CHECK_BAD(f2, "embedding", StatusCode::kGraphInvalid, "3 inputs, expected 2");
   }
 }
@@ -164,23 +164,23 @@ TEST_CASE("matmul: [..., K] x [N, K] (+ bias [N]) -> [..., N]; leading symbolic 
     DType dt;
     Quant q;
   };
-  const W kinds[] = {{DType::k_f16, {}},
-                     {DType::k_bf16, {}},
-                     {DType::k_i8, per_tensor(0.02f)},
-                     {DType::k_i8, per_channel(0, 48)},
-                     {DType::k_q8_0, block_quant()},
-                     {DType::k_q4_0, block_quant()},
-                     {DType::k_q4_1, block_quant()}};
+  const W kinds[] = {{DType::kF16, {}},
+                     {DType::kBF16, {}},
+                     {DType::kI8, per_tensor(0.02f)},
+                     {DType::kI8, per_channel(0, 48)},
+                     {DType::kQ8_0, block_quant()},
+                     {DType::kQ4_0, block_quant()},
+                     {DType::kQ4_1, block_quant()}};
   std::vector<ValueId> ys_by_kind;
   for (const W& k : kinds)
     ys_by_kind.push_back(
         f.b.matmul(x, f.w(std::string("w_") + dtype_name(k.dt) + std::to_string(ys_by_kind.size()),
                           Shape::fixed({48, 64}), k.dt, k.q)));
   const Graph g = f.done();
-  check_type(g, y, DType::k_f32, Shape::of({f.B(), f.S(), f.F(32)}));
-  check_type(g, y1, DType::k_f32, Shape::fixed({32}));
-  check_type(g, ys, DType::k_f32, Shape::of({Dim::sym(f.seq, 3) + Dim::fixed(1), f.F(32)}));
-  for (ValueId v : ys_by_kind) check_type(g, v, DType::k_f32, Shape::of({f.B(), f.S(), f.F(48)}));
+  check_type(g, y, DType::kF32, Shape::of({f.B(), f.S(), f.F(32)}));
+  check_type(g, y1, DType::kF32, Shape::fixed({32}));
+  check_type(g, ys, DType::kF32, Shape::of({Dim::sym(f.seq, 3) + Dim::fixed(1), f.F(32)}));
+  for (ValueId v : ys_by_kind) check_type(g, v, DType::kF32, Shape::of({f.B(), f.S(), f.F(48)}));
 }
 
 TEST_CASE("matmul errors") {
@@ -198,7 +198,7 @@ TEST_CASE("matmul errors") {
   }
   SUBCASE("x dtype") {
     Fx f;
-    f.b.matmul(f.in("x", Shape::fixed({2, 8}), DType::k_f16), f.w("w", Shape::fixed({4, 8})),
+    f.b.matmul(f.in("x", Shape::fixed({2, 8}), DType::kF16), f.w("w", Shape::fixed({4, 8})),
                kNoValue, "bad");
     CHECK_BAD(f, "matmul", StatusCode::kGraphDtypeMismatch, "x 'x' is f16, expected f32");
   }
@@ -220,7 +220,7 @@ TEST_CASE("matmul errors") {
     CHECK_BAD(f, "matmul", StatusCode::kGraphShapeMismatch, "bias [N] vs w [N, K]: 8 != 4");
     Fx f2;
     f2.b.matmul(f2.in("x", Shape::fixed({2, 8})), f2.w("w", Shape::fixed({4, 8})),
-                f2.w("b", Shape::fixed({4}), DType::k_f16), "bad");
+                f2.w("b", Shape::fixed({4}), DType::kF16), "bad");
     CHECK_BAD(f2, "matmul", StatusCode::kGraphDtypeMismatch, "bias 'b' is f16");
     Fx f3;
     f3.b.matmul(f3.in("x", Shape::fixed({2, 8})), f3.w("w", Shape::fixed({4, 8})),
@@ -236,13 +236,13 @@ TEST_CASE("matmul errors") {
     Quant zp = per_channel(0, 4);
     zp.zero_points.assign(4, 1);
     const Case cases[] = {
-        {DType::k_i8, zp, "i8 with per_channel"},                  // zero points on a weight
-        {DType::k_i8, per_channel(1, 32), "i8 with per_channel"},  // channel axis must be N
-        {DType::k_i8, Quant{}, "i8 with none"},
-        {DType::k_u8, per_tensor(1.0f), "u8 with per_tensor"},
-        {DType::k_i32, Quant{}, "i32 with none"},
-        {DType::k_f16, per_tensor(1.0f), "f16 with per_tensor"},
-        {DType::k_bf16, block_quant(), "bf16 with block"},
+        {DType::kI8, zp, "i8 with per_channel"},                  // zero points on a weight
+        {DType::kI8, per_channel(1, 32), "i8 with per_channel"},  // channel axis must be N
+        {DType::kI8, Quant{}, "i8 with none"},
+        {DType::kU8, per_tensor(1.0f), "u8 with per_tensor"},
+        {DType::kI32, Quant{}, "i32 with none"},
+        {DType::kF16, per_tensor(1.0f), "f16 with per_tensor"},
+        {DType::kBF16, block_quant(), "bf16 with block"},
     };
     for (const Case& c : cases) {
       CAPTURE(std::string(c.what));
@@ -255,12 +255,12 @@ TEST_CASE("matmul errors") {
   SUBCASE("arity") {
     Fx f;
     const ValueId x = f.in("x", Shape::fixed({2, 8}));
-    f.b.node(Op::k_matmul, {x}, {}, "bad");
+    f.b.node(Op::kMatMul, {x}, {}, "bad");
     CHECK_BAD(f, "matmul", StatusCode::kGraphInvalid, "1 inputs, expected 2..3");
     Fx f2;
     const ValueId x2 = f2.in("x", Shape::fixed({2, 8}));
     const ValueId w2 = f2.w("w", Shape::fixed({8, 8}));
-    f2.b.node(Op::k_matmul, {x2, w2, x2, x2}, {}, "bad");
+    f2.b.node(Op::kMatMul, {x2, w2, x2, x2}, {}, "bad");
     CHECK_BAD(f2, "matmul", StatusCode::kGraphInvalid, "4 inputs, expected 2..3");
   }
 }
@@ -268,7 +268,7 @@ TEST_CASE("matmul errors") {
 // ---- add / mul ---------------------------------------------------------------------------------
 
 TEST_CASE("add / mul: b equals a or is a suffix of it (broadcast over rows)") {
-  for (Op op : {Op::k_add, Op::k_mul}) {
+  for (Op op : {Op::kAdd, Op::kMul}) {
     CAPTURE(std::string(op_name(op)));
     Fx f;
     const Shape full = Shape::of({f.B(), f.T(), Dim::sym(f.d, 3)});
@@ -279,15 +279,15 @@ TEST_CASE("add / mul: b equals a or is a suffix of it (broadcast over rows)") {
     const ValueId fixed_a = f.in("fa", Shape::fixed({3, 5, 8}));
     const ValueId wv = f.b.node1(op, {fixed_a, f.w("bias", Shape::fixed({8}))});
     const Graph g = f.done();
-    check_type(g, same, DType::k_f32, full);
-    check_type(g, rows, DType::k_f32, full);
-    check_type(g, last, DType::k_f32, full);
-    check_type(g, wv, DType::k_f32, Shape::fixed({3, 5, 8}));
+    check_type(g, same, DType::kF32, full);
+    check_type(g, rows, DType::kF32, full);
+    check_type(g, last, DType::kF32, full);
+    check_type(g, wv, DType::kF32, Shape::fixed({3, 5, 8}));
   }
 }
 
 TEST_CASE("add / mul errors") {
-  for (Op op : {Op::k_add, Op::k_mul}) {
+  for (Op op : {Op::kAdd, Op::kMul}) {
     CAPTURE(std::string(op_name(op)));
     const std::string name = op_name(op);
     {  // seq vs past + seq
@@ -318,12 +318,12 @@ TEST_CASE("add / mul errors") {
     }
     {  // dtypes
       Fx f;
-      const ValueId a = f.in("a", Shape::fixed({8}), DType::k_i32);
+      const ValueId a = f.in("a", Shape::fixed({8}), DType::kI32);
       f.b.node1(op, {a, f.in("b", Shape::fixed({8}))}, {}, "bad");
       CHECK_STATUS(f.b.status(), StatusCode::kGraphDtypeMismatch, "'bad'", "a 'a' is i32");
       Fx f2;
       const ValueId a2 = f2.in("a", Shape::fixed({8}));
-      f2.b.node1(op, {a2, f2.w("b", Shape::fixed({8}), DType::k_f16)}, {}, "bad");
+      f2.b.node1(op, {a2, f2.w("b", Shape::fixed({8}), DType::kF16)}, {}, "bad");
       CHECK_STATUS(f2.b.status(), StatusCode::kGraphDtypeMismatch, "'bad'", "b 'b' is f16");
     }
     {  // arity
@@ -349,10 +349,10 @@ TEST_CASE("layernorm / rmsnorm: shape preserved, gamma / beta [D]") {
   const ValueId rms1 = f.b.rmsnorm(x1, gamma, 1e-6f);
   const Graph g = f.done();
   const Shape s = Shape::of({f.B(), f.S(), f.F(16)});
-  check_type(g, ln, DType::k_f32, s);
-  check_type(g, ln_nobeta, DType::k_f32, s);
-  check_type(g, rms, DType::k_f32, s);
-  check_type(g, rms1, DType::k_f32, Shape::fixed({16}));
+  check_type(g, ln, DType::kF32, s);
+  check_type(g, ln_nobeta, DType::kF32, s);
+  check_type(g, rms, DType::kF32, s);
+  check_type(g, rms1, DType::kF32, Shape::fixed({16}));
 }
 
 TEST_CASE("layernorm / rmsnorm errors") {
@@ -372,11 +372,11 @@ TEST_CASE("layernorm / rmsnorm errors") {
   }
   SUBCASE("dtypes and ranks") {
     Fx f;
-    f.b.rmsnorm(f.in("x", Shape::fixed({2, 16})), f.w("g", Shape::fixed({16}), DType::k_f16), 1e-5f,
+    f.b.rmsnorm(f.in("x", Shape::fixed({2, 16})), f.w("g", Shape::fixed({16}), DType::kF16), 1e-5f,
                 "bad");
     CHECK_BAD(f, "rmsnorm", StatusCode::kGraphDtypeMismatch, "gamma 'g' is f16");
     Fx f2;
-    f2.b.rmsnorm(f2.in("x", Shape::fixed({2, 16}), DType::k_i32), f2.w("g", Shape::fixed({16})),
+    f2.b.rmsnorm(f2.in("x", Shape::fixed({2, 16}), DType::kI32), f2.w("g", Shape::fixed({16})),
                  1e-5f, "bad");
     CHECK_BAD(f2, "rmsnorm", StatusCode::kGraphDtypeMismatch, "x 'x' is i32");
     Fx f3;
@@ -398,10 +398,10 @@ TEST_CASE("layernorm / rmsnorm errors") {
     Fx f;
     const ValueId x = f.in("x", Shape::fixed({2, 16}));
     const ValueId g = f.w("g", Shape::fixed({16}));
-    f.b.node1(Op::k_rmsnorm, {x, g, g}, {}, "bad");
+    f.b.node1(Op::kRmsNorm, {x, g, g}, {}, "bad");
     CHECK_BAD(f, "rmsnorm", StatusCode::kGraphInvalid, "3 inputs, expected 2");
     Fx f2;
-    f2.b.node1(Op::k_layernorm, {f2.in("x", Shape::fixed({2, 16}))}, {}, "bad");
+    f2.b.node1(Op::kLayerNorm, {f2.in("x", Shape::fixed({2, 16}))}, {}, "bad");
     CHECK_BAD(f2, "layernorm", StatusCode::kGraphInvalid, "1 inputs, expected 2..3");
   }
 }
@@ -411,15 +411,15 @@ TEST_CASE("layernorm / rmsnorm errors") {
 TEST_CASE("rope: x [B, S, H*hd], pos i32 [B, S] -> x's shape") {
   Fx f;
   const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(64)}));
-  const ValueId pos = f.in("pos", Shape::of({f.B(), f.S()}), DType::k_i32);
+  const ValueId pos = f.in("pos", Shape::of({f.B(), f.S()}), DType::kI32);
   const ValueId r1 = f.b.rope(x, pos, 16, 10000.0f);
-  const ValueId r2 = f.b.rope(x, pos, 16, 500000.0f, kRopeGptj, 8);
-  const ValueId r3 = f.b.rope(x, pos, 64, 10000.0f, kRopeNeox, 2);
+  const ValueId r2 = f.b.rope(x, pos, 16, 500000.0f, RopeMode::kGptj, 8);
+  const ValueId r3 = f.b.rope(x, pos, 64, 10000.0f, RopeMode::kNeox, 2);
   const Graph g = f.done();
   const Shape s = Shape::of({f.B(), f.S(), f.F(64)});
-  check_type(g, r1, DType::k_f32, s);
-  check_type(g, r2, DType::k_f32, s);
-  check_type(g, r3, DType::k_f32, s);
+  check_type(g, r1, DType::kF32, s);
+  check_type(g, r2, DType::kF32, s);
+  check_type(g, r3, DType::kF32, s);
 }
 
 TEST_CASE("rope errors") {
@@ -427,30 +427,31 @@ TEST_CASE("rope errors") {
                 const std::string& what) {
     Fx f;
     const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(64)}));
-    const ValueId pos = f.in("pos", Shape::of({f.B(), f.S()}), DType::k_i32);
+    const ValueId pos = f.in("pos", Shape::of({f.B(), f.S()}), DType::kI32);
     f.b.rope(x, pos, head_dim, theta, static_cast<RopeMode>(mode), rotary_dim, "bad");
     CHECK_BAD(f, "rope", code, what);
   };
-  run(24, 0, kRopeNeox, 1e4f, StatusCode::kGraphBadAttribute, "head_dim 24 does not divide 64");
-  run(0, 0, kRopeNeox, 1e4f, StatusCode::kGraphBadAttribute, "head_dim 0");
-  run(-16, 0, kRopeNeox, 1e4f, StatusCode::kGraphBadAttribute, "head_dim -16");
-  run(16, 7, kRopeNeox, 1e4f, StatusCode::kGraphBadAttribute, "rotary_dim 7 must be even");
-  run(16, 32, kRopeNeox, 1e4f, StatusCode::kGraphBadAttribute, "rotary_dim 32");
-  run(16, -2, kRopeNeox, 1e4f, StatusCode::kGraphBadAttribute, "rotary_dim -2");
+  run(24, 0, 0, 1e4f, StatusCode::kGraphBadAttribute, "head_dim 24 does not divide 64");
+  run(0, 0, 0, 1e4f, StatusCode::kGraphBadAttribute, "head_dim 0");
+  run(-16, 0, 0, 1e4f, StatusCode::kGraphBadAttribute, "head_dim -16");
+  run(16, 7, 0, 1e4f, StatusCode::kGraphBadAttribute, "rotary_dim 7 must be even");
+  run(16, 32, 0, 1e4f, StatusCode::kGraphBadAttribute, "rotary_dim 32");
+  run(16, -2, 0, 1e4f, StatusCode::kGraphBadAttribute, "rotary_dim -2");
   run(16, 0, 2, 1e4f, StatusCode::kGraphBadAttribute, "rope_mode 2");
   run(16, 0, -1, 1e4f, StatusCode::kGraphBadAttribute, "rope_mode -1");
-  run(16, 0, kRopeNeox, 0.0f, StatusCode::kGraphBadAttribute, "rope_theta");
-  run(16, 0, kRopeNeox, NAN, StatusCode::kGraphBadAttribute, "rope_theta");
+  run(16, 0, 0, 0.0f, StatusCode::kGraphBadAttribute, "rope_theta");
+  run(16, 0, 0, NAN, StatusCode::kGraphBadAttribute, "rope_theta");
   {  // odd head_dim with the default rotary_dim (= head_dim)
     Fx f;
     const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(63)}));
-    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.S()}), DType::k_i32), 9, 1e4f, kRopeNeox, 0, "bad");
+    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.S()}), DType::kI32), 9, 1e4f, RopeMode::kNeox, 0,
+             "bad");
     CHECK_BAD(f, "rope", StatusCode::kGraphBadAttribute, "must be even");
   }
   {  // positions over past + seq for x over seq
     Fx f;
     const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(64)}));
-    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.T()}), DType::k_i32), 16, 1e4f, kRopeNeox, 0,
+    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.T()}), DType::kI32), 16, 1e4f, RopeMode::kNeox, 0,
              "bad");
     CHECK_BAD(f, "rope", StatusCode::kGraphShapeMismatch,
               "seq of positions vs x: seq + past != seq");
@@ -458,29 +459,30 @@ TEST_CASE("rope errors") {
   {  // batch mismatch
     Fx f;
     const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(64)}));
-    f.b.rope(x, f.in("pos", Shape::of({f.F(1), f.S()}), DType::k_i32), 16, 1e4f, kRopeNeox, 0,
+    f.b.rope(x, f.in("pos", Shape::of({f.F(1), f.S()}), DType::kI32), 16, 1e4f, RopeMode::kNeox, 0,
              "bad");
     CHECK_BAD(f, "rope", StatusCode::kGraphShapeMismatch, "batch of positions vs x: 1 != batch");
   }
   {  // positions dtype, x rank, positions rank
     Fx f;
     const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(64)}));
-    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.S()})), 16, 1e4f, kRopeNeox, 0, "bad");
+    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.S()})), 16, 1e4f, RopeMode::kNeox, 0, "bad");
     CHECK_BAD(f, "rope", StatusCode::kGraphDtypeMismatch, "positions 'pos' is f32, expected i32");
     Fx f2;
     const ValueId x2 = f2.in("x", Shape::of({f2.S(), f2.F(64)}));
-    f2.b.rope(x2, f2.in("pos", Shape::of({f2.B(), f2.S()}), DType::k_i32), 16, 1e4f, kRopeNeox, 0,
-              "bad");
+    f2.b.rope(x2, f2.in("pos", Shape::of({f2.B(), f2.S()}), DType::kI32), 16, 1e4f, RopeMode::kNeox,
+              0, "bad");
     CHECK_BAD(f2, "rope", StatusCode::kGraphShapeMismatch, "x 'x' has rank 2, expected 3");
     Fx f3;
     const ValueId x3 = f3.in("x", Shape::of({f3.B(), f3.S(), f3.F(64)}));
-    f3.b.rope(x3, f3.in("pos", Shape::of({f3.S()}), DType::k_i32), 16, 1e4f, kRopeNeox, 0, "bad");
+    f3.b.rope(x3, f3.in("pos", Shape::of({f3.S()}), DType::kI32), 16, 1e4f, RopeMode::kNeox, 0,
+              "bad");
     CHECK_BAD(f3, "rope", StatusCode::kGraphShapeMismatch, "positions 'pos' has rank 1");
   }
   {  // symbolic width
     Fx f;
     const ValueId x = f.in("x", Shape::of({f.B(), f.S(), Dim::sym(f.d, 16)}));
-    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.S()}), DType::k_i32), 16, 1e4f, kRopeNeox, 0,
+    f.b.rope(x, f.in("pos", Shape::of({f.B(), f.S()}), DType::kI32), 16, 1e4f, RopeMode::kNeox, 0,
              "bad");
     CHECK_BAD(f, "rope", StatusCode::kGraphShapeMismatch, "fixed last dimension, got 16 * d");
   }
@@ -503,7 +505,7 @@ struct AttnFx : Fx {
   ValueId q = in("q", Shape::of({B(), S(), F(128)}));
   ValueId k = in("k", Shape::of({B(), T(), F(32)}));
   ValueId v = in("v", Shape::of({B(), T(), F(32)}));
-  ValueId mask = in("mask", Shape::of({B(), T()}), DType::k_i32);
+  ValueId mask = in("mask", Shape::of({B(), T()}), DType::kI32);
 };
 
 }  // namespace
@@ -511,7 +513,7 @@ struct AttnFx : Fx {
 TEST_CASE("attention: GQA over a KV cache of past + seq rows, with and without a key mask") {
   AttnFx f;
   Attrs causal = attn_attrs(8, 2, 16);
-  causal.mask = kMaskCausal;
+  causal.mask = MaskKind::kCausal;
   causal.window = 4;
   causal.scale = 0.125f;
   const ValueId o1 = f.b.attention(f.q, f.k, f.v, f.mask, causal);
@@ -519,13 +521,13 @@ TEST_CASE("attention: GQA over a KV cache of past + seq rows, with and without a
   const ValueId o3 = f.b.attention(f.q, f.k, f.v, kNoValue, attn_attrs(4, 1, 32));  // MQA
   // Encoder self-attention: T = S.
   const ValueId qe = f.in("qe", Shape::of({f.B(), f.S(), f.F(64)}));
-  const ValueId me = f.in("me", Shape::of({f.B(), f.S()}), DType::k_i32);
+  const ValueId me = f.in("me", Shape::of({f.B(), f.S()}), DType::kI32);
   const ValueId o4 = f.b.attention(qe, qe, qe, me, attn_attrs(4, 4, 16));
   const Graph g = f.done();
-  check_type(g, o1, DType::k_f32, Shape::of({f.B(), f.S(), f.F(128)}));
-  check_type(g, o2, DType::k_f32, Shape::of({f.B(), f.S(), f.F(128)}));
-  check_type(g, o3, DType::k_f32, Shape::of({f.B(), f.S(), f.F(128)}));
-  check_type(g, o4, DType::k_f32, Shape::of({f.B(), f.S(), f.F(64)}));
+  check_type(g, o1, DType::kF32, Shape::of({f.B(), f.S(), f.F(128)}));
+  check_type(g, o2, DType::kF32, Shape::of({f.B(), f.S(), f.F(128)}));
+  check_type(g, o3, DType::kF32, Shape::of({f.B(), f.S(), f.F(128)}));
+  check_type(g, o4, DType::kF32, Shape::of({f.B(), f.S(), f.F(64)}));
 }
 
 TEST_CASE("attention errors: attributes") {
@@ -534,7 +536,7 @@ TEST_CASE("attention errors: attributes") {
     const char* what;
   };
   Attrs bad_mask = attn_attrs(8, 2, 16);
-  bad_mask.mask = 2;
+  bad_mask.mask = static_cast<MaskKind>(2);
   Attrs bad_window = attn_attrs(8, 2, 16);
   bad_window.window = -2;
   Attrs bad_scale = attn_attrs(8, 2, 16);
@@ -598,12 +600,12 @@ TEST_CASE("attention errors: widths, batch, lengths, mask, dtypes, ranks, arity"
   }
   SUBCASE("key mask over seq while keys span past + seq") {
     AttnFx f;
-    const ValueId m = f.in("m2", Shape::of({f.B(), f.S()}), DType::k_i32);
+    const ValueId m = f.in("m2", Shape::of({f.B(), f.S()}), DType::kI32);
     f.b.attention(f.q, f.k, f.v, m, attn_attrs(8, 2, 16), "bad");
     CHECK_BAD(f, "attention", StatusCode::kGraphShapeMismatch,
               "key_mask length vs k length: seq != seq + past");
     AttnFx f2;
-    const ValueId m2 = f2.in("m2", Shape::of({f2.F(3), f2.T()}), DType::k_i32);
+    const ValueId m2 = f2.in("m2", Shape::of({f2.F(3), f2.T()}), DType::kI32);
     f2.b.attention(f2.q, f2.k, f2.v, m2, attn_attrs(8, 2, 16), "bad");
     CHECK_BAD(f2, "attention", StatusCode::kGraphShapeMismatch, "key_mask batch vs q batch");
     AttnFx f3;
@@ -611,13 +613,13 @@ TEST_CASE("attention errors: widths, batch, lengths, mask, dtypes, ranks, arity"
     f3.b.attention(f3.q, f3.k, f3.v, m3, attn_attrs(8, 2, 16), "bad");
     CHECK_BAD(f3, "attention", StatusCode::kGraphDtypeMismatch, "key_mask 'm3' is f32");
     AttnFx f4;
-    const ValueId m4 = f4.in("m4", Shape::of({f4.T()}), DType::k_i32);
+    const ValueId m4 = f4.in("m4", Shape::of({f4.T()}), DType::kI32);
     f4.b.attention(f4.q, f4.k, f4.v, m4, attn_attrs(8, 2, 16), "bad");
     CHECK_BAD(f4, "attention", StatusCode::kGraphShapeMismatch, "key_mask 'm4' has rank 1");
   }
   SUBCASE("dtypes and ranks of q / k / v") {
     AttnFx f;
-    const ValueId k = f.in("k2", Shape::of({f.B(), f.T(), f.F(32)}), DType::k_f16);
+    const ValueId k = f.in("k2", Shape::of({f.B(), f.T(), f.F(32)}), DType::kF16);
     f.b.attention(f.q, k, f.v, f.mask, attn_attrs(8, 2, 16), "bad");
     CHECK_BAD(f, "attention", StatusCode::kGraphDtypeMismatch, "k 'k2' is f16");
     AttnFx f2;
@@ -627,10 +629,10 @@ TEST_CASE("attention errors: widths, batch, lengths, mask, dtypes, ranks, arity"
   }
   SUBCASE("arity") {
     AttnFx f;
-    f.b.node1(Op::k_attention, {f.q, f.k}, attn_attrs(8, 2, 16), "bad");
+    f.b.node1(Op::kAttention, {f.q, f.k}, attn_attrs(8, 2, 16), "bad");
     CHECK_BAD(f, "attention", StatusCode::kGraphInvalid, "2 inputs, expected 3..4");
     AttnFx f2;
-    f2.b.node1(Op::k_attention, {f2.q, f2.k, f2.v, f2.mask, f2.mask}, attn_attrs(8, 2, 16), "bad");
+    f2.b.node1(Op::kAttention, {f2.q, f2.k, f2.v, f2.mask, f2.mask}, attn_attrs(8, 2, 16), "bad");
     CHECK_BAD(f2, "attention", StatusCode::kGraphInvalid, "5 inputs, expected 3..4");
   }
 }
@@ -645,23 +647,23 @@ TEST_CASE("gelu / silu / relu / softmax keep the shape at every rank") {
   int i = 0;
   for (const Shape& s : shapes) {
     const ValueId x = f.in("x" + std::to_string(i++), s);
-    outs.push_back({f.b.gelu(x, kActGeluErf), s});
-    outs.push_back({f.b.gelu(x, kActGeluTanh), s});
+    outs.push_back({f.b.gelu(x, ActKind::kGeluErf), s});
+    outs.push_back({f.b.gelu(x, ActKind::kGeluTanh), s});
     outs.push_back({f.b.silu(x), s});
     outs.push_back({f.b.relu(x), s});
     outs.push_back({f.b.softmax(x), s});
   }
   const Graph g = f.done();
-  for (const auto& [v, s] : outs) check_type(g, v, DType::k_f32, s);
+  for (const auto& [v, s] : outs) check_type(g, v, DType::kF32, s);
 }
 
 TEST_CASE("gelu / silu / relu / softmax errors") {
-  for (Op op : {Op::k_gelu, Op::k_silu, Op::k_relu, Op::k_softmax}) {
+  for (Op op : {Op::kGelu, Op::kSilu, Op::kRelu, Op::kSoftmax}) {
     const std::string name = op_name(op);
     CAPTURE(name);
     {
       Fx f;
-      f.b.node1(op, {f.in("x", Shape::fixed({4}), DType::k_i32)}, {}, "bad");
+      f.b.node1(op, {f.in("x", Shape::fixed({4}), DType::kI32)}, {}, "bad");
       CHECK_STATUS(f.b.status(), StatusCode::kGraphDtypeMismatch, "'bad'", "(" + name + ")",
                    "x 'x' is i32, expected f32");
     }
@@ -682,7 +684,8 @@ TEST_CASE("gelu / silu / relu / softmax errors") {
       CHECK_STATUS(f.b.status(), StatusCode::kGraphInvalid, "'bad'", "0 inputs, expected 1");
     }
   }
-  for (int32_t act : {int32_t{kActSilu}, int32_t{kActRelu}, -1, 7}) {
+  for (int32_t act :
+       {static_cast<int32_t>(ActKind::kSilu), static_cast<int32_t>(ActKind::kRelu), -1, 7}) {
     CAPTURE(act);
     Fx f;
     f.b.gelu(f.in("x", Shape::fixed({4})), static_cast<ActKind>(act), "bad");
@@ -697,23 +700,23 @@ TEST_CASE("glu halves the last dimension, every act") {
   const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(24)}));
   const ValueId x1 = f.in("x1", Shape::fixed({2}));
   std::vector<ValueId> outs;
-  for (ActKind act : {kActGeluErf, kActGeluTanh, kActSilu, kActRelu})
+  for (ActKind act : {ActKind::kGeluErf, ActKind::kGeluTanh, ActKind::kSilu, ActKind::kRelu})
     outs.push_back(f.b.glu(x, act));
-  const ValueId small = f.b.glu(x1, kActSilu);
+  const ValueId small = f.b.glu(x1, ActKind::kSilu);
   const Graph g = f.done();
-  for (ValueId v : outs) check_type(g, v, DType::k_f32, Shape::of({f.B(), f.S(), f.F(12)}));
-  check_type(g, small, DType::k_f32, Shape::fixed({1}));
+  for (ValueId v : outs) check_type(g, v, DType::kF32, Shape::of({f.B(), f.S(), f.F(12)}));
+  check_type(g, small, DType::kF32, Shape::fixed({1}));
 }
 
 TEST_CASE("glu errors") {
   {
     Fx f;
-    f.b.glu(f.in("x", Shape::fixed({3, 25})), kActSilu, "bad");
+    f.b.glu(f.in("x", Shape::fixed({3, 25})), ActKind::kSilu, "bad");
     CHECK_BAD(f, "glu", StatusCode::kGraphShapeMismatch, "last dimension 25 is odd");
   }
   {
     Fx f;
-    f.b.glu(f.in("x", Shape::of({f.S(), Dim::sym(f.d, 2)})), kActSilu, "bad");
+    f.b.glu(f.in("x", Shape::of({f.S(), Dim::sym(f.d, 2)})), ActKind::kSilu, "bad");
     CHECK_BAD(f, "glu", StatusCode::kGraphShapeMismatch, "fixed last dimension, got 2 * d");
   }
   for (int32_t act : {-1, 4}) {
@@ -723,12 +726,12 @@ TEST_CASE("glu errors") {
   }
   {
     Fx f;
-    f.b.glu(f.in("x", Shape::fixed({3, 24}), DType::k_bf16), kActSilu, "bad");
+    f.b.glu(f.in("x", Shape::fixed({3, 24}), DType::kBF16), ActKind::kSilu, "bad");
     CHECK_BAD(f, "glu", StatusCode::kGraphDtypeMismatch, "x 'x' is bf16");
   }
   {
     Fx f;
-    f.b.glu(f.in("x", Shape{}), kActSilu, "bad");
+    f.b.glu(f.in("x", Shape{}), ActKind::kSilu, "bad");
     CHECK_BAD(f, "glu", StatusCode::kGraphShapeMismatch, "rank 0");
   }
 }
@@ -745,11 +748,11 @@ TEST_CASE("split: one output per size along the last axis") {
   REQUIRE(one.size() == 1);
   REQUIRE(ones.size() == 3);
   const Graph g = f.done();
-  check_type(g, parts[0], DType::k_f32, Shape::of({f.B(), f.T(), f.F(4)}));
-  check_type(g, parts[1], DType::k_f32, Shape::of({f.B(), f.T(), f.F(12)}));
-  check_type(g, parts[2], DType::k_f32, Shape::of({f.B(), f.T(), f.F(8)}));
-  check_type(g, one[0], DType::k_f32, Shape::of({f.B(), f.T(), f.F(24)}));
-  for (ValueId v : ones) check_type(g, v, DType::k_f32, Shape::fixed({1}));
+  check_type(g, parts[0], DType::kF32, Shape::of({f.B(), f.T(), f.F(4)}));
+  check_type(g, parts[1], DType::kF32, Shape::of({f.B(), f.T(), f.F(12)}));
+  check_type(g, parts[2], DType::kF32, Shape::of({f.B(), f.T(), f.F(8)}));
+  check_type(g, one[0], DType::kF32, Shape::of({f.B(), f.T(), f.F(24)}));
+  for (ValueId v : ones) check_type(g, v, DType::kF32, Shape::fixed({1}));
   CHECK(g.values[parts[0]].name == "qkv.0");
   CHECK(g.values[parts[2]].name == "qkv.2");
   for (ValueId v : parts) CHECK(g.values[v].producer == g.values[parts[0]].producer);
@@ -775,7 +778,7 @@ TEST_CASE("split errors") {
   }
   {
     Fx f;
-    f.b.split(f.in("x", Shape::fixed({4}), DType::k_i32), {2, 2}, "bad");
+    f.b.split(f.in("x", Shape::fixed({4}), DType::kI32), {2, 2}, "bad");
     CHECK_BAD(f, "split", StatusCode::kGraphDtypeMismatch, "x 'x' is i32");
   }
 }
@@ -788,7 +791,7 @@ TEST_CASE("infer_node: output count, missing input ids, unknown op") {
   Graph g = f.done();
   Node n;
   n.name = "hand";
-  n.op = Op::k_split;
+  n.op = Op::kSplit;
   n.inputs = {x};
   n.attrs.sizes = {2, 4};
   n.outputs = {1, 2};
@@ -802,7 +805,7 @@ TEST_CASE("infer_node: output count, missing input ids, unknown op") {
   g.nodes[0].outputs = {1};
   CHECK_STATUS(infer_node(g, g.nodes[0], &out), StatusCode::kGraphInvalid, "node 0 'hand' (split)",
                "1 outputs, expected 2");
-  g.nodes[0].op = Op::k_relu;
+  g.nodes[0].op = Op::kRelu;
   g.nodes[0].outputs = {1, 2};
   CHECK_STATUS(infer_node(g, g.nodes[0], &out), StatusCode::kGraphInvalid, "'hand' (relu)",
                "2 outputs, expected 1");
@@ -820,23 +823,23 @@ TEST_CASE("infer_node: output count, missing input ids, unknown op") {
 }
 
 TEST_CASE("weight_dtype_ok lists what the kernels accept") {
-  CHECK(weight_dtype_ok(DType::k_f32, {}));
-  CHECK(weight_dtype_ok(DType::k_f16, {}));
-  CHECK(weight_dtype_ok(DType::k_bf16, {}));
-  CHECK(weight_dtype_ok(DType::k_i8, per_tensor(1.0f)));
-  CHECK(weight_dtype_ok(DType::k_i8, per_channel(0, 4)));
+  CHECK(weight_dtype_ok(DType::kF32, {}));
+  CHECK(weight_dtype_ok(DType::kF16, {}));
+  CHECK(weight_dtype_ok(DType::kBF16, {}));
+  CHECK(weight_dtype_ok(DType::kI8, per_tensor(1.0f)));
+  CHECK(weight_dtype_ok(DType::kI8, per_channel(0, 4)));
   Quant zero_zp = per_channel(0, 4);
   zero_zp.zero_points.assign(4, 0);
-  CHECK(weight_dtype_ok(DType::k_i8, zero_zp));  // explicit zeros are still symmetric
+  CHECK(weight_dtype_ok(DType::kI8, zero_zp));  // explicit zeros are still symmetric
   Quant zp = zero_zp;
   zp.zero_points[2] = 1;
-  CHECK_FALSE(weight_dtype_ok(DType::k_i8, zp));
-  CHECK_FALSE(weight_dtype_ok(DType::k_i8, per_channel(1, 4)));
-  CHECK_FALSE(weight_dtype_ok(DType::k_i8, {}));
-  CHECK_FALSE(weight_dtype_ok(DType::k_u8, per_tensor(1.0f)));
-  CHECK_FALSE(weight_dtype_ok(DType::k_i32, {}));
-  CHECK_FALSE(weight_dtype_ok(DType::k_f32, per_tensor(1.0f)));
-  for (DType d : {DType::k_q8_0, DType::k_q4_0, DType::k_q4_1}) {
+  CHECK_FALSE(weight_dtype_ok(DType::kI8, zp));
+  CHECK_FALSE(weight_dtype_ok(DType::kI8, per_channel(1, 4)));
+  CHECK_FALSE(weight_dtype_ok(DType::kI8, {}));
+  CHECK_FALSE(weight_dtype_ok(DType::kU8, per_tensor(1.0f)));
+  CHECK_FALSE(weight_dtype_ok(DType::kI32, {}));
+  CHECK_FALSE(weight_dtype_ok(DType::kF32, per_tensor(1.0f)));
+  for (DType d : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
     CHECK(weight_dtype_ok(d, block_quant()));
     CHECK_FALSE(weight_dtype_ok(d, {}));
   }

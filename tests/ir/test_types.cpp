@@ -184,15 +184,15 @@ TEST_CASE("dtype table: names, kinds, bytes for every dtype") {
     uint64_t bytes_for_64;
   };
   const Want want[] = {
-      {DType::k_f32, "f32", DTypeKind::kFloat, 256},
-      {DType::k_f16, "f16", DTypeKind::kFloat, 128},
-      {DType::k_bf16, "bf16", DTypeKind::kFloat, 128},
-      {DType::k_i8, "i8", DTypeKind::kInteger, 64},
-      {DType::k_u8, "u8", DTypeKind::kInteger, 64},
-      {DType::k_i32, "i32", DTypeKind::kInteger, 256},
-      {DType::k_q8_0, "q8_0", DTypeKind::kBlock, 68},
-      {DType::k_q4_0, "q4_0", DTypeKind::kBlock, 36},
-      {DType::k_q4_1, "q4_1", DTypeKind::kBlock, 40},
+      {DType::kF32, "f32", DTypeKind::kFloat, 256},
+      {DType::kF16, "f16", DTypeKind::kFloat, 128},
+      {DType::kBF16, "bf16", DTypeKind::kFloat, 128},
+      {DType::kI8, "i8", DTypeKind::kInteger, 64},
+      {DType::kU8, "u8", DTypeKind::kInteger, 64},
+      {DType::kI32, "i32", DTypeKind::kInteger, 256},
+      {DType::kQ8_0, "q8_0", DTypeKind::kBlock, 68},
+      {DType::kQ4_0, "q4_0", DTypeKind::kBlock, 36},
+      {DType::kQ4_1, "q4_1", DTypeKind::kBlock, 40},
   };
   // A new dtype must be added here (and to every switch over dtypes).
   REQUIRE(sizeof want / sizeof want[0] == static_cast<size_t>(DType::kCount));
@@ -237,14 +237,14 @@ TEST_CASE("dtype table: names, kinds, bytes for every dtype") {
   }
   CHECK(overflowing_blocks == 1);  // q8_0
   // Scalar overflow: INT64_MAX elements of a 1-byte type fit exactly; of a 2-byte type they do not.
-  Result<uint64_t> max_i8 = dtype_bytes(DType::k_i8, INT64_MAX);
+  Result<uint64_t> max_i8 = dtype_bytes(DType::kI8, INT64_MAX);
   REQUIRE(max_i8.is_ok());
   CHECK(*max_i8 == static_cast<uint64_t>(INT64_MAX));
-  CHECK(dtype_bytes(DType::k_f16, INT64_MAX / 2 + 1).status().code() ==
+  CHECK(dtype_bytes(DType::kF16, INT64_MAX / 2 + 1).status().code() ==
         StatusCode::kFileSizeOverflow);
-  CHECK(dtype_bytes(DType::k_f32, INT64_MAX / 4 + 1).status().code() ==
+  CHECK(dtype_bytes(DType::kF32, INT64_MAX / 4 + 1).status().code() ==
         StatusCode::kFileSizeOverflow);
-  Result<uint64_t> max_f32 = dtype_bytes(DType::k_f32, INT64_MAX / 4);
+  Result<uint64_t> max_f32 = dtype_bytes(DType::kF32, INT64_MAX / 4);
   REQUIRE(max_f32.is_ok());
 
   CHECK(dtype_from_name("f64").status().code() == StatusCode::kInvalidArgument);
@@ -255,10 +255,10 @@ TEST_CASE("dtype table: names, kinds, bytes for every dtype") {
 }
 
 TEST_CASE("op table and status codes") {
-  CHECK(std::string(op_name(Op::k_attention)) == "attention");
-  CHECK(op_info(Op::k_split).n_outputs == -1);
-  CHECK(op_info(Op::k_matmul).min_inputs == 2);
-  CHECK(op_info(Op::k_matmul).max_inputs == 3);
+  CHECK(std::string(op_name(Op::kAttention)) == "attention");
+  CHECK(op_info(Op::kSplit).n_outputs == -1);
+  CHECK(op_info(Op::kMatMul).min_inputs == 2);
+  CHECK(op_info(Op::kMatMul).max_inputs == 3);
   CHECK(op_is_valid(static_cast<uint32_t>(Op::kCount) - 1));
   CHECK_FALSE(op_is_valid(static_cast<uint32_t>(Op::kCount)));
 

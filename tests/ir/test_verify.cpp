@@ -32,7 +32,7 @@ TEST_CASE("verify: reading a value defined later vs a real cycle") {
     v.producer = static_cast<NodeId>(m.g.nodes.size());
     m.g.values.push_back(v);
     Node n;
-    n.op = Op::k_embedding;
+    n.op = Op::kEmbedding;
     n.name = "late_embed";
     n.inputs = {m.tok_emb, m.ids};
     n.outputs = {late};
@@ -123,7 +123,7 @@ TEST_CASE("verify: weights") {
     TinyModel m = make_tiny_model();
     m.g.values[m.wo].shape.dims[0] = Dim::sym(m.seq);
     m.g.values[m.wo].quant = {};
-    m.g.values[m.wo].dtype = DType::k_f32;
+    m.g.values[m.wo].dtype = DType::kF32;
     CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphShapeMismatch, "'wo'", "fixed shape");
   }
   SUBCASE("weight without data") {
@@ -209,7 +209,7 @@ TEST_CASE("verify: quantization parameters") {
 TEST_CASE("verify: stored output type differs from inference") {
   SUBCASE("dtype") {
     TinyModel m = make_tiny_model();
-    m.g.values[m.attn].dtype = DType::k_i32;
+    m.g.values[m.attn].dtype = DType::kI32;
     CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphDtypeMismatch, "'attn'",
                  "stored dtype i32, node computes f32");
   }
@@ -226,7 +226,7 @@ TEST_CASE("verify: stored output type differs from inference") {
   }
   SUBCASE("quantized activation") {
     TinyModel m = make_tiny_model();
-    m.g.values[m.h].dtype = DType::k_i8;
+    m.g.values[m.h].dtype = DType::kI8;
     m.g.values[m.h].quant = per_tensor(1.0f);
     // The producer's inferred dtype (f32) is reported first.
     CHECK(graph_verify(m.g).code() == StatusCode::kGraphDtypeMismatch);
@@ -338,11 +338,11 @@ TEST_CASE("graph_weight_stats counts parameters and bytes per dtype") {
   // tok_emb, norm_w, wq, wo, ln_b, w_up, w_down, w_out
   CHECK(s.params ==
         kTinyVocab * d + d + 64 * d + d * d + d + 4 * d * d + d * 2 * d + kTinyVocab * d);
-  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::k_f32)] ==
+  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kF32)] ==
         static_cast<uint64_t>(4 * (kTinyVocab * d + 2 * d)));
-  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::k_q8_0)] == 64 * 34);
-  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::k_q4_0)] == kTinyVocab * 18);
-  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::k_i8)] == d * d);
-  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::k_f16)] == 2 * 4 * d * d);
-  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::k_bf16)] == 2 * 2 * d * d);
+  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kQ8_0)] == 64 * 34);
+  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kQ4_0)] == kTinyVocab * 18);
+  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kI8)] == d * d);
+  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kF16)] == 2 * 4 * d * d);
+  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kBF16)] == 2 * 2 * d * d);
 }

@@ -90,15 +90,15 @@ TEST_CASE("reference eltwise: known values") {
     const float x[4] = {1, 0, 0, 1};
     const int32_t pos[1] = {3};
     float y[4];
-    ref().rope(x, y, pos, 1, 1, 2, 2, 10000.0f, Rope::kNeox, nullptr);
+    ref().rope(x, y, pos, 1, 1, 2, 2, 10000.0f, RopeMode::kNeox, nullptr);
     CHECK(y[0] == doctest::Approx(std::cos(3.0)).epsilon(1e-7));
     CHECK(y[1] == doctest::Approx(std::sin(3.0)).epsilon(1e-7));
-    ref().rope(x, y, pos, 1, 1, 4, 4, 10000.0f, Rope::kNeox, nullptr);  // pairs (0,2), (1,3)
+    ref().rope(x, y, pos, 1, 1, 4, 4, 10000.0f, RopeMode::kNeox, nullptr);  // pairs (0,2), (1,3)
     CHECK(y[0] == doctest::Approx(std::cos(3.0)).epsilon(1e-7));
     CHECK(y[2] == doctest::Approx(std::sin(3.0)).epsilon(1e-7));
     CHECK(y[1] == doctest::Approx(-std::sin(0.03)).epsilon(1e-6));
     CHECK(y[3] == doctest::Approx(std::cos(0.03)).epsilon(1e-7));
-    ref().rope(x, y, pos, 1, 1, 4, 4, 10000.0f, Rope::kGptj, nullptr);  // pairs (0,1), (2,3)
+    ref().rope(x, y, pos, 1, 1, 4, 4, 10000.0f, RopeMode::kGptj, nullptr);  // pairs (0,1), (2,3)
     CHECK(y[0] == doctest::Approx(std::cos(3.0)).epsilon(1e-7));
     CHECK(y[1] == doctest::Approx(std::sin(3.0)).epsilon(1e-7));
     CHECK(y[2] == doctest::Approx(-std::sin(0.03)).epsilon(1e-6));
@@ -107,16 +107,16 @@ TEST_CASE("reference eltwise: known values") {
   {
     const float x[4] = {-1.0f, 0.0f, 1.0f, 2.0f};
     float y[4];
-    ref().unary(Act::kGeluErf, x, y, 4, nullptr);  // x * Phi(x)
+    ref().unary(ActKind::kGeluErf, x, y, 4, nullptr);  // x * Phi(x)
     CHECK(y[0] == doctest::Approx(-0.15865525393145707).epsilon(1e-7));
     CHECK(y[1] == 0.0f);
     CHECK(y[2] == doctest::Approx(0.8413447460685429).epsilon(1e-7));
     CHECK(y[3] == doctest::Approx(2 * 0.9772498680518208).epsilon(1e-7));
-    ref().unary(Act::kSilu, x, y, 4, nullptr);
+    ref().unary(ActKind::kSilu, x, y, 4, nullptr);
     CHECK(y[2] == doctest::Approx(1 / (1 + std::exp(-1.0))).epsilon(1e-7));
-    ref().unary(Act::kRelu, x, y, 4, nullptr);
+    ref().unary(ActKind::kRelu, x, y, 4, nullptr);
     CHECK((y[0] == 0.0f && y[2] == 1.0f));
-    ref().unary(Act::kGeluTanh, x, y, 4, nullptr);
+    ref().unary(ActKind::kGeluTanh, x, y, 4, nullptr);
     CHECK(y[2] == doctest::Approx(0.8411919906082768).epsilon(1e-7));
   }
   {
@@ -141,7 +141,7 @@ TEST_CASE("embedding: every weight type, exact") {
   const int64_t vocab = 37;
   for (int ti = 0; ti < kWTypeCount; ++ti) {
     const WType type = static_cast<WType>(ti);
-    const bool block = type == WType::k_q8_0 || type == WType::k_q4_0 || type == WType::k_q4_1;
+    const bool block = type == WType::kQ8_0 || type == WType::kQ4_0 || type == WType::kQ4_1;
     for (int64_t dim :
          {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{32}, int64_t{100}, int64_t{160}}) {
       if (block && dim % kQK != 0) continue;
@@ -152,35 +152,35 @@ TEST_CASE("embedding: every weight type, exact") {
       std::vector<float> scales;
       const std::vector<float> src = randn(rng, static_cast<size_t>(vocab * dim), 0.0f, 2.0f);
       switch (type) {
-        case WType::k_f32:
+        case WType::kF32:
           table.resize(src.size() * 4);
           std::memcpy(table.data(), src.data(), table.size());
           break;
-        case WType::k_f16:
-        case WType::k_bf16: {  // every bit pattern, specials included
+        case WType::kF16:
+        case WType::kBF16: {  // every bit pattern, specials included
           std::vector<uint16_t> h(src.size());
           for (uint16_t& v : h) v = static_cast<uint16_t>(bits(rng));
           table.resize(h.size() * 2);
           std::memcpy(table.data(), h.data(), table.size());
           break;
         }
-        case WType::k_i8: {
+        case WType::kI8: {
           table.resize(src.size());
           for (uint8_t& v : table) v = static_cast<uint8_t>(bits(rng));
           scales = randn(rng, static_cast<size_t>(vocab), 0.0f, 0.1f);
           break;
         }
-        case WType::k_q8_0:
+        case WType::kQ8_0:
           table.resize(src.size() / kQK * sizeof(BlockQ8_0));
           quantize_row_q8_0(src.data(), reinterpret_cast<BlockQ8_0*>(table.data()),
                             static_cast<int64_t>(src.size()));
           break;
-        case WType::k_q4_0:
+        case WType::kQ4_0:
           table.resize(src.size() / kQK * sizeof(BlockQ4_0));
           quantize_row_q4_0(src.data(), reinterpret_cast<BlockQ4_0*>(table.data()),
                             static_cast<int64_t>(src.size()));
           break;
-        case WType::k_q4_1:
+        case WType::kQ4_1:
           table.resize(src.size() / kQK * sizeof(BlockQ4_1));
           quantize_row_q4_1(src.data(), reinterpret_cast<BlockQ4_1*>(table.data()),
                             static_cast<int64_t>(src.size()));
@@ -276,7 +276,7 @@ TEST_CASE("rope: neox / gptj, partial rotary, large positions, in place") {
                           {2, 24, 16}, {1, 128, 128}, {12, 64, 64}, {1, 8, 6}};
   for (const Shape& s : shapes) {
     for (float theta : {10000.0f, 500000.0f, 1.0f}) {
-      for (Rope mode : {Rope::kNeox, Rope::kGptj}) {
+      for (RopeMode mode : {RopeMode::kNeox, RopeMode::kGptj}) {
         CAPTURE(s.head_dim);
         CAPTURE(s.rotary);
         CAPTURE(theta);
@@ -301,7 +301,7 @@ TEST_CASE("rope: neox / gptj, partial rotary, large positions, in place") {
                 double mag = std::fabs(x[at]);
                 if (i < s.rotary) {
                   const int32_t pi = i < half ? i : i - half;  // neox partner index
-                  const int32_t j = mode == Rope::kNeox ? (i < half ? i + half : pi) : (i ^ 1);
+                  const int32_t j = mode == RopeMode::kNeox ? (i < half ? i + half : pi) : (i ^ 1);
                   mag = std::max(mag,
                                  double{std::fabs(x[static_cast<size_t>(row * s.head_dim + j)])});
                 }
@@ -328,25 +328,25 @@ std::vector<float> act_inputs(std::mt19937& rng) {
 }
 
 // Allowed |y - ref| for one activation value (see the file comment).
-double act_tol(Act a, float xf, float want) {
+double act_tol(ActKind a, float xf, float want) {
   const double x = xf;
   switch (a) {
-    case Act::kGeluErf:
+    case ActKind::kGeluErf:
       return 8 * ulp_of(want) + 0.5 * std::fabs(x) * std::ldexp(1.0, -22);
-    case Act::kGeluTanh: {
+    case ActKind::kGeluTanh: {
       const double z = 1.5957691216057308 * std::fabs(x) * (1 + 0.044715 * x * x);
       // The reference's double 1 + tanh(u) cancels in the negative tail (absolute error about
       // |x| 2^-53, so its tiny outputs there are less accurate than the kernel's x * sigmoid).
       return (8 + 2 * std::min(z, 200.0)) * ulp_of(want) + std::fabs(x) * std::ldexp(1.0, -52);
     }
-    case Act::kSilu:
+    case ActKind::kSilu:
       return (8 + 2 * std::min(std::fabs(x), 200.0)) * ulp_of(want);
-    case Act::kRelu:
+    case ActKind::kRelu:
       return 0;
-    case Act::kCount:
+    case ActKind::kCount:
       break;
   }
-  return 0;  // an activation added to kernels/act.inc without a tolerance here must be exact
+  return 0;  // an activation added to ir/act.inc without a tolerance here must be exact
 }
 
 }  // namespace
@@ -354,8 +354,8 @@ double act_tol(Act a, float xf, float want) {
 TEST_CASE("unary and glu: every activation") {
   std::mt19937 rng(4);
   const std::vector<float> x = act_inputs(rng);
-  for (int ai = 0; ai < kActCount; ++ai) {  // every activation of kernels/act.inc
-    const Act a = static_cast<Act>(ai);
+  for (int ai = 0; ai < laya::ir::kActCount; ++ai) {  // every activation of ir/act.inc
+    const ActKind a = static_cast<ActKind>(ai);
     CAPTURE(act_name(a));
     for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{17}, static_cast<int64_t>(x.size())}) {
       std::vector<float> want(static_cast<size_t>(n));

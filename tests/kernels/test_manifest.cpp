@@ -1,4 +1,4 @@
-// The manifests (kernels/matmul.inc, kernels/act.inc) and the kernel tables agree: every Highway
+// The manifests (kernels/matmul.inc, ir/act.inc) and the kernel tables agree: every Highway
 // target provides every listed matmul weight type and every other table entry itself (not the
 // reference fallback), and every manifest entry has a distinct name. A type or activation added to
 // a manifest without a Highway implementation fails here; the family tests then check its numbers.
@@ -36,9 +36,10 @@ TEST_CASE("every Highway target implements every matmul type and every table ent
       CHECK(set_and_own(k.run, ref.matmul[w].run));
       CHECK(set_and_own(k.pack, ref.matmul[w].pack));
     }
-#define LAYA_CHECK_ENTRY(name)                                                               \
-  CHECK_MESSAGE(set_and_own(t.name, ref.name), #name " is missing or the reference on this " \
-                                                     "target");
+#define LAYA_CHECK_ENTRY(name)                          \
+  CHECK_MESSAGE(set_and_own(t.name, ref.name), #name    \
+                " is missing or the reference on this " \
+                "target");
     LAYA_CHECK_ENTRY(attention)
     LAYA_CHECK_ENTRY(attention_scratch_bytes)
     LAYA_CHECK_ENTRY(embedding)
@@ -61,7 +62,7 @@ TEST_CASE("manifest entries have distinct names") {
   CHECK(names.size() == static_cast<size_t>(kWTypeCount));
   CHECK(names.count("?") == 0);
   names.clear();
-  for (int a = 0; a < kActCount; ++a) names.insert(act_name(static_cast<Act>(a)));
-  CHECK(names.size() == static_cast<size_t>(kActCount));
+  for (int a = 0; a < laya::ir::kActCount; ++a) names.insert(act_name(static_cast<ActKind>(a)));
+  CHECK(names.size() == static_cast<size_t>(laya::ir::kActCount));
   CHECK(names.count("?") == 0);
 }

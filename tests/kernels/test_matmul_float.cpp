@@ -33,10 +33,10 @@ using namespace laya::kernels;
 namespace {
 
 // The float family's types, from the manifest (kernels/matmul.inc).
-#define LAYA_FAMILY_float(name) WType::k_##name,
-#define LAYA_FAMILY_int(name)
+#define LAYA_FAMILY_float(Name) WType::k##Name,
+#define LAYA_FAMILY_int(Name)
 constexpr WType kFloatTypes[] = {
-#define MATMUL_WTYPE(name, family, peak) LAYA_FAMILY_##family(name)
+#define MATMUL_WTYPE(name, Name, family, peak) LAYA_FAMILY_##family(Name)
 #include "kernels/matmul.inc"
 #undef MATMUL_WTYPE
 };
@@ -44,7 +44,7 @@ constexpr WType kFloatTypes[] = {
 #undef LAYA_FAMILY_int
 
 double tolerance(WType t) {
-  return t == WType::k_bf16 ? 1e-8 : 1e-9;
+  return t == WType::kBF16 ? 1e-8 : 1e-9;
 }
 
 struct FreeDeleter {
@@ -71,13 +71,13 @@ bool guard_ok(const Buffer& b, uint64_t bytes) {
 std::vector<uint8_t> make_weights(WType t, int64_t n, int64_t k, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const size_t count = static_cast<size_t>(n * k);
-  std::vector<uint8_t> w(count * (t == WType::k_f32 ? 4 : 2));
+  std::vector<uint8_t> w(count * (t == WType::kF32 ? 4 : 2));
   for (size_t i = 0; i < count; ++i) {
     const float v = u(rng);
-    if (t == WType::k_f32) {
+    if (t == WType::kF32) {
       std::memcpy(w.data() + 4 * i, &v, 4);
     } else {
-      const uint16_t h = t == WType::k_f16 ? f32_to_f16(v) : f32_to_bf16(v);
+      const uint16_t h = t == WType::kF16 ? f32_to_f16(v) : f32_to_bf16(v);
       std::memcpy(w.data() + 2 * i, &h, 2);
     }
   }
@@ -266,7 +266,7 @@ TEST_CASE("matmul float: bf16 rounds x to bf16 (nearest even) before multiplying
     for (const int64_t m : {int64_t{1}, int64_t{2}}) {
       std::vector<float> xm;
       for (int64_t r = 0; r < m; ++r) xm.insert(xm.end(), x.begin(), x.end());
-      Runner r(table.matmul[static_cast<int>(WType::k_bf16)], w, n, k);
+      Runner r(table.matmul[static_cast<int>(WType::kBF16)], w, n, k);
       std::vector<float> y(static_cast<size_t>(m));
       r.run(xm, k, y, 1, nullptr, m, n, k, nullptr);
       for (const float v : y) CHECK(v == expect);

@@ -31,10 +31,10 @@ using namespace laya::kernels;
 namespace {
 
 // The integer family's types, from the manifest (kernels/matmul.inc).
-#define LAYA_FAMILY_float(name)
-#define LAYA_FAMILY_int(name) WType::k_##name,
+#define LAYA_FAMILY_float(Name)
+#define LAYA_FAMILY_int(Name) WType::k##Name,
 constexpr WType kIntTypes[] = {
-#define MATMUL_WTYPE(name, family, peak) LAYA_FAMILY_##family(name)
+#define MATMUL_WTYPE(name, Name, family, peak) LAYA_FAMILY_##family(Name)
 #include "kernels/matmul.inc"
 #undef MATMUL_WTYPE
 };
@@ -80,7 +80,7 @@ struct Weights {
 
 Weights make_weights(WType type, const std::vector<float>& w, int64_t n, int64_t k) {
   Weights out;
-  if (type == WType::k_i8) {
+  if (type == WType::kI8) {
     out.bytes.resize(static_cast<size_t>(n * k));
     out.scales.resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
@@ -89,12 +89,12 @@ Weights make_weights(WType type, const std::vector<float>& w, int64_t n, int64_t
     return out;
   }
   const int64_t nb = k / kQK;
-  if (type == WType::k_q8_0) {
+  if (type == WType::kQ8_0) {
     out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ8_0));
     for (int64_t j = 0; j < n; ++j)
       quantize_row_q8_0(w.data() + j * k, reinterpret_cast<BlockQ8_0*>(out.bytes.data()) + j * nb,
                         k);
-  } else if (type == WType::k_q4_0) {
+  } else if (type == WType::kQ4_0) {
     out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_0));
     for (int64_t j = 0; j < n; ++j)
       quantize_row_q4_0(w.data() + j * k, reinterpret_cast<BlockQ4_0*>(out.bytes.data()) + j * nb,
@@ -114,7 +114,7 @@ double block_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, i
                      int* n_terms) {
   const int64_t nb = k / kQK;
   double s = 0;
-  if (type == WType::k_q4_1) {
+  if (type == WType::kQ4_1) {
     std::vector<BlockQ8_1> xb(static_cast<size_t>(nb));
     quantize_act_q8_1(x, xb.data(), k);
     const BlockQ4_1* wb = reinterpret_cast<const BlockQ4_1*>(wt.bytes.data()) + j * nb;
@@ -133,7 +133,7 @@ double block_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, i
   for (int64_t b = 0; b < nb; ++b) {
     int32_t isum = 0;
     float dw;
-    if (type == WType::k_q8_0) {
+    if (type == WType::kQ8_0) {
       const BlockQ8_0& w = reinterpret_cast<const BlockQ8_0*>(wt.bytes.data())[j * nb + b];
       for (int i = 0; i < kQK; ++i) isum += w.qs[i] * xb[b].qs[i];
       dw = f16_to_f32(w.d);
@@ -198,7 +198,7 @@ void check_case(const Variant& var, WType type, const Case& c, std::mt19937& rng
       }
       const double b = c.bias ? std::fabs(bias[j]) : 0.0;
       double tol;
-      if (type == WType::k_i8) {
+      if (type == WType::kI8) {
         tol = 1e-6 * (std::fabs(yr0[r * ldy + j]) + b) + 1e-30;
       } else {
         int n_terms = 0;
@@ -216,7 +216,7 @@ void check_case(const Variant& var, WType type, const Case& c, std::mt19937& rng
 
 std::vector<Case> cases(WType type, std::mt19937& rng) {
   std::vector<Case> out;
-  const bool block = type != WType::k_i8;
+  const bool block = type != WType::kI8;
   // Fixed tiny / odd shapes, then random ones.
   const int64_t ks_block[] = {32, 64, 96, 160, 576};
   const int64_t ks_i8[] = {1, 3, 4, 5, 31, 33, 100, 576};
@@ -256,7 +256,7 @@ TEST_CASE("int matmul: threaded runs match the reference") {
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
       std::mt19937 rng(99 + static_cast<int>(type));
-      const bool block = type != WType::k_i8;
+      const bool block = type != WType::kI8;
       const Case cs[] = {{1, 200, block ? 256 : 250, 0, 0, true},
                          {70, 90, block ? 128 : 130, 3, 2, false},
                          {300, 20, block ? 64 : 70, 0, 1, true}};
@@ -272,7 +272,7 @@ TEST_CASE("int matmul: packed_bytes rejects block types with k % 32 != 0") {
       CHECK(kern.packed_bytes(0, 64) == 0);
       CHECK(kern.packed_bytes(4, 0) == 0);
       CHECK(kern.packed_bytes(3, 64) > 0);
-      if (type == WType::k_i8) {
+      if (type == WType::kI8) {
         CHECK(kern.packed_bytes(3, 33) > 0);
       } else {
         CHECK(kern.packed_bytes(3, 48) == 0);
@@ -360,15 +360,15 @@ TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactl
         if (k > 1) x[1] = 3.5f;
       }
       for (WType type : kIntTypes) {
-        if (type != WType::k_i8 && k % kQK != 0) continue;
-        if (type == WType::k_i8) {
+        if (type != WType::kI8 && k % kQK != 0) continue;
+        if (type == WType::kI8) {
           // A row with amax 127: the i8 quantizer's inv is exactly 1 too.
           std::vector<int8_t> want(k), got(k);
           const float s_want = quantize_row_i8(x.data(), want.data(), k);
           const float s_got = hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
           CHECK_MESSAGE(s_got == s_want, name, " i8 k=", k);
           CHECK_MESSAGE(std::memcmp(got.data(), want.data(), k) == 0, name, " i8 k=", k);
-        } else if (type == WType::k_q4_1) {
+        } else if (type == WType::kQ4_1) {
           std::vector<BlockQ8_1> want(k / kQK), got(k / kQK);
           quantize_act_q8_1(x.data(), want.data(), k);
           hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
@@ -386,7 +386,7 @@ TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactl
     // The all-zero i8 row: scale 1, zeros.
     std::vector<float> z(50, 0.0f);
     std::vector<int8_t> q(50, 1);
-    CHECK(hwy_matmul_int::quantize_act(target, WType::k_i8, z.data(), 50, q.data()) == 1.0f);
+    CHECK(hwy_matmul_int::quantize_act(target, WType::kI8, z.data(), 50, q.data()) == 1.0f);
     CHECK(std::count(q.begin(), q.end(), 0) == 50);
   }
 }
@@ -401,7 +401,7 @@ TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturat
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
       Weights wt;
-      if (type == WType::k_i8) {
+      if (type == WType::kI8) {
         wt.bytes.resize(n * k);
         wt.scales.assign(n, 0.01f);
         for (int64_t i = 0; i < n * k; ++i)
@@ -409,15 +409,15 @@ TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturat
       } else {
         std::vector<float> w(n * k, 1.0f);
         wt = make_weights(type, w, n, k);
-        const size_t bsize = type == WType::k_q8_0   ? sizeof(BlockQ8_0)
-                             : type == WType::k_q4_0 ? sizeof(BlockQ4_0)
-                                                     : sizeof(BlockQ4_1);
-        const size_t qoff = type == WType::k_q4_1 ? 4 : 2;  // qs after d (and m)
+        const size_t bsize = type == WType::kQ8_0   ? sizeof(BlockQ8_0)
+                             : type == WType::kQ4_0 ? sizeof(BlockQ4_0)
+                                                    : sizeof(BlockQ4_1);
+        const size_t qoff = type == WType::kQ4_1 ? 4 : 2;  // qs after d (and m)
         for (int64_t b = 0; b < n * k / kQK; ++b) {
           uint8_t* qs = wt.bytes.data() + b * bsize + qoff;
-          for (int i = 0; i < (type == WType::k_q8_0 ? kQK : kQK / 2); ++i)
-            qs[i] = type == WType::k_q8_0 ? static_cast<uint8_t>((i + b) % 3 ? -128 : 127)
-                                          : static_cast<uint8_t>((i + b) % 3 ? 0x0f : 0xf0);
+          for (int i = 0; i < (type == WType::kQ8_0 ? kQK : kQK / 2); ++i)
+            qs[i] = type == WType::kQ8_0 ? static_cast<uint8_t>((i + b) % 3 ? -128 : 127)
+                                         : static_cast<uint8_t>((i + b) % 3 ? 0x0f : 0xf0);
         }
       }
       const Case c{m, n, k, 0, 0, true};

@@ -18,7 +18,7 @@ using runtime::MemoryRegion;
 using runtime::Session;
 using runtime::SessionOptions;
 
-ir::Graph encoder(ir::DType dtype = ir::DType::k_f32) {
+ir::Graph encoder(ir::DType dtype = ir::DType::kF32) {
   tools::TinyModelConfig cfg;
   cfg.matmul_dtype = dtype;
   auto g = tools::make_tiny_encoder(cfg, 11);
@@ -308,8 +308,8 @@ TEST_CASE("scheduler: a node nobody runs fails prepare with the reasons") {
   ir::GraphBuilder b;
   const int seq = b.symbol("seq", 1, 4);
   const ir::ValueId x =
-      b.input("x", ir::DType::k_f32, ir::Shape::of({ir::Dim::sym(seq), ir::Dim::fixed(32)}));
-  const ir::ValueId w = b.input("w", ir::DType::k_f32, ir::Shape::fixed({8, 32}));
+      b.input("x", ir::DType::kF32, ir::Shape::of({ir::Dim::sym(seq), ir::Dim::fixed(32)}));
+  const ir::ValueId w = b.input("w", ir::DType::kF32, ir::Shape::fixed({8, 32}));
   b.output(b.matmul(x, w, ir::kNoValue, "mm_act"), "y");
   auto g = std::move(b).finish();
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
@@ -394,10 +394,10 @@ TEST_CASE("cpu backend: capabilities and kernel selection") {
   CHECK(std::string(caps.name) == "cpu");
   CHECK(caps.n_groups == 2);
   CHECK_FALSE(caps.modelled_time);
-  for (ir::DType d : {ir::DType::k_f32, ir::DType::k_f16, ir::DType::k_bf16, ir::DType::k_i8,
-                      ir::DType::k_q8_0, ir::DType::k_q4_0, ir::DType::k_q4_1})
+  for (ir::DType d : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8,
+                      ir::DType::kQ8_0, ir::DType::kQ4_0, ir::DType::kQ4_1})
     CHECK((caps.weight_dtypes >> static_cast<int>(d) & 1) == 1);
-  CHECK((caps.weight_dtypes >> static_cast<int>(ir::DType::k_i32) & 1) == 0);
+  CHECK((caps.weight_dtypes >> static_cast<int>(ir::DType::kI32) & 1) == 0);
   CHECK(contains(caps.description, "ref"));
 
   for (int64_t t : kernels::kernel_hwy_targets()) {
@@ -419,8 +419,8 @@ TEST_CASE("cpu backend: supports() refuses with reasons") {
   ir::GraphBuilder b;
   const int seq = b.symbol("seq", 1, 4);
   const ir::Shape xs = ir::Shape::of({ir::Dim::sym(seq), ir::Dim::fixed(32)});
-  const ir::ValueId x = b.input("x", ir::DType::k_f32, xs);
-  const ir::ValueId w = b.input("w", ir::DType::k_f32, ir::Shape::fixed({8, 32}));
+  const ir::ValueId x = b.input("x", ir::DType::kF32, xs);
+  const ir::ValueId w = b.input("w", ir::DType::kF32, ir::Shape::fixed({8, 32}));
   b.output(b.matmul(x, w, ir::kNoValue, "mm_act"), "y");
   auto g = std::move(b).finish();
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
@@ -430,8 +430,8 @@ TEST_CASE("cpu backend: supports() refuses with reasons") {
   CHECK(st.code() == StatusCode::kUnsupported);
   CHECK(contains(st.message(), "constant"));
   // The whole tiny encoder and decoder are supported, in every matmul dtype the builders make.
-  for (ir::DType d : {ir::DType::k_f32, ir::DType::k_f16, ir::DType::k_bf16, ir::DType::k_q8_0,
-                      ir::DType::k_q4_0, ir::DType::k_q4_1}) {
+  for (ir::DType d : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kQ8_0,
+                      ir::DType::kQ4_0, ir::DType::kQ4_1}) {
     tools::TinyModelConfig cfg;
     cfg.matmul_dtype = d;
     for (bool enc : {true, false}) {
@@ -453,8 +453,8 @@ ir::Graph i8_graph(bool per_tensor, const std::vector<int8_t>& table, const std:
                    float s_table, float s_w) {
   ir::GraphBuilder b;
   const int seq = b.symbol("seq", 1, 8);
-  const ir::ValueId ids = b.input("ids", ir::DType::k_i32, ir::Shape::of({ir::Dim::sym(seq)}),
-                                  ir::InputRole::kTokenIds);
+  const ir::ValueId ids =
+      b.input("ids", ir::DType::kI32, ir::Shape::of({ir::Dim::sym(seq)}), ir::InputRole::kTokenIds);
   auto quant = [&](float s, int64_t rows) {
     ir::Quant q;
     q.kind = per_tensor ? ir::QuantKind::kPerTensor : ir::QuantKind::kPerChannel;
@@ -462,10 +462,10 @@ ir::Graph i8_graph(bool per_tensor, const std::vector<int8_t>& table, const std:
     q.scales.assign(per_tensor ? 1 : static_cast<size_t>(rows), s);
     return q;
   };
-  const ir::ValueId t = b.weight("table", ir::DType::k_i8, ir::Shape::fixed({10, 32}), table.data(),
+  const ir::ValueId t = b.weight("table", ir::DType::kI8, ir::Shape::fixed({10, 32}), table.data(),
                                  table.size(), quant(s_table, 10));
   const ir::ValueId wv =
-      b.weight("w", ir::DType::k_i8, ir::Shape::fixed({6, 32}), w.data(), w.size(), quant(s_w, 6));
+      b.weight("w", ir::DType::kI8, ir::Shape::fixed({6, 32}), w.data(), w.size(), quant(s_w, 6));
   b.output(b.matmul(b.embedding(t, ids, "embed"), wv, ir::kNoValue, "mm"), "y");
   auto g = std::move(b).finish();
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());

@@ -45,22 +45,22 @@ Mat weight(const ir::Graph& g, const std::string& name) {
   Mat w(static_cast<size_t>(n));
   const uint8_t* p = v.data;
   switch (v.dtype) {
-    case ir::DType::k_f32:
+    case ir::DType::kF32:
       for (int64_t i = 0; i < n; ++i) {
         float f;
         std::memcpy(&f, p + 4 * i, 4);
         w[i] = f;
       }
       break;
-    case ir::DType::k_f16:
+    case ir::DType::kF16:
       for (int64_t i = 0; i < n; ++i) w[i] = half_to_double(u16(p + 2 * i));
       break;
-    case ir::DType::k_q8_0:  // {f16 d; i8 q[32]}
+    case ir::DType::kQ8_0:  // {f16 d; i8 q[32]}
       for (int64_t blk = 0; blk < n / 32; ++blk, p += 34)
         for (int i = 0; i < 32; ++i)
           w[blk * 32 + i] = half_to_double(u16(p)) * static_cast<int8_t>(p[2 + i]);
       break;
-    case ir::DType::k_q4_0:  // {f16 d; u8 q[16]}: element i < 16 low nibble, 16 + i high nibble
+    case ir::DType::kQ4_0:  // {f16 d; u8 q[16]}: element i < 16 low nibble, 16 + i high nibble
       for (int64_t blk = 0; blk < n / 32; ++blk, p += 18)
         for (int i = 0; i < 16; ++i) {
           const double d = half_to_double(u16(p));
@@ -262,10 +262,10 @@ struct Case {
 // q8 blocks of 32 per matmul (~0.4% of each block's max), which accumulates over 2 layers and the
 // LM head (measured: max abs <= 0.069, nmse <= 2.0e-4).
 const Case kCases[] = {
-    {ir::DType::k_f32, 2e-5, 1e-10},
-    {ir::DType::k_f16, 2e-5, 1e-10},
-    {ir::DType::k_q8_0, 0.15, 1e-3},
-    {ir::DType::k_q4_0, 0.15, 1e-3},
+    {ir::DType::kF32, 2e-5, 1e-10},
+    {ir::DType::kF16, 2e-5, 1e-10},
+    {ir::DType::kQ8_0, 0.15, 1e-3},
+    {ir::DType::kQ4_0, 0.15, 1e-3},
 };
 
 template <class Forward>
@@ -316,7 +316,7 @@ TEST_CASE("tiny models are deterministic in (config, seed) and differ across see
   CHECK_FALSE(ir::graph_equal(*a, *c));
   cfg.d_model = 48;  // q4_0 needs K % 32 == 0
   cfg.n_heads = 4;
-  cfg.matmul_dtype = ir::DType::k_q4_0;
+  cfg.matmul_dtype = ir::DType::kQ4_0;
   CHECK(tools::make_tiny_encoder(cfg, 1).status().code() == StatusCode::kInvalidArgument);
 }
 

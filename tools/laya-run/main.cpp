@@ -331,7 +331,7 @@ int cmd_inspect(int argc, char** argv) {
 // The vocabulary an ids input indexes: rows of the embedding table that reads it (0 if none).
 int64_t vocab_of(const ir::Graph& g, ir::ValueId ids) {
   for (const ir::Node& n : g.nodes)
-    if (n.op == ir::Op::k_embedding && n.inputs.size() == 2 && n.inputs[1] == ids)
+    if (n.op == ir::Op::kEmbedding && n.inputs.size() == 2 && n.inputs[1] == ids)
       return g.values[n.inputs[0]].shape.dims[0].c;
   return 0;
 }
@@ -471,7 +471,7 @@ int cmd_run(int argc, char** argv) {
     const int64_t count = e.count();
     std::string ext;
     for (int d = 0; d < e.rank; ++d) ext += (d ? ", " : "") + std::to_string(e.d[d]);
-    if (v.dtype != ir::DType::k_f32 && v.dtype != ir::DType::k_i32)
+    if (v.dtype != ir::DType::kF32 && v.dtype != ir::DType::kI32)
       return fail(status_error(StatusCode::kUnsupported,
                                "input '%s' has dtype %s; laya-run feeds f32 and i32",
                                v.name.c_str(), ir::dtype_name(v.dtype)));
@@ -479,7 +479,7 @@ int cmd_run(int argc, char** argv) {
     auto it = files.find(v.name);
     std::string how;
     if (it != files.end()) {
-      const std::string want = v.dtype == ir::DType::k_f32 ? "<f4" : "<i4";
+      const std::string want = v.dtype == ir::DType::kF32 ? "<f4" : "<i4";
       if (it->second.dtype != want)
         return bad_args(
             "input '" + v.name + "' wants " + want + ", the file has " + it->second.dtype,
@@ -491,7 +491,7 @@ int cmd_run(int argc, char** argv) {
               kRunUsage);
       std::memcpy(in_bufs[i].data(), it->second.data.data(), in_bufs[i].size());
       how = "from file";
-    } else if (v.dtype == ir::DType::k_i32) {
+    } else if (v.dtype == ir::DType::kI32) {
       int32_t* p = reinterpret_cast<int32_t*>(in_bufs[i].data());
       const int64_t row = e.rank > 0 ? e.back() : 1;
       if (v.role == ir::InputRole::kPositions) {
