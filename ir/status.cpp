@@ -1,7 +1,9 @@
 #include "ir/status.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 namespace laya {
 
@@ -16,33 +18,69 @@ const char* status_code_name(StatusCode code) {
   return "kUnknown";
 }
 
+namespace {
+
+// The length of `s` cut to `max` bytes without splitting a UTF-8 sequence.
+size_t utf8_cut(const char* s, size_t len, size_t max) {
+  if (len <= max) return len;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+Status::Status(StatusCode code, std::string_view message) : code_(code) {
 #if LAYA_STRIP_MESSAGES
-Status::Status(StatusCode code, std::string) : code_(code) {}
+  (void)message;
 #else
-Status::Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  if (message.size() <= kMaxMessage) {
+    len_ = static_cast<uint16_t>(message.size());
+    std::memcpy(msg_, message.data(), len_);
+  } else {
+    len_ = static_cast<uint16_t>(utf8_cut(message.data(), message.size(), kMaxMessage - 3));
+    std::memcpy(msg_, message.data(), len_);
+    std::memcpy(msg_ + len_, "...", 3);
+    len_ += 3;
+  }
+  msg_[len_] = '\0';
 #endif
+}
+
+Status& Status::operator=(const Status& o) {
+  if (this == &o) return *this;
+  code_ = o.code_;
+  len_ = o.len_;
+  std::memcpy(msg_, o.msg_, static_cast<size_t>(len_) + (kMaxMessage > 0 ? 1 : 0));
+  return *this;
+}
 
 std::string Status::to_string() const {
   std::string s = status_code_name(code_);
-  if (!message_.empty()) {
+  if (len_ > 0) {
     s += ": ";
-    s += message_;
+    s.append(msg_, len_);
   }
   return s;
 }
 
 Status status_error(StatusCode code, const char* fmt, ...) {
+  Status st(code, std::string_view());
 #if LAYA_STRIP_MESSAGES
   (void)fmt;
-  return Status(code, std::string());
 #else
-  char buf[512];
+  char buf[Status::kMaxMessage + 1];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  return Status(code, buf);
+  if (n > 0) {
+    // A longer text was cut by vsnprintf; kMaxMessage + 1 tells the constructor to mark the cut.
+    const size_t len = std::min(static_cast<size_t>(n), Status::kMaxMessage + 1);
+    st = Status(code, std::string_view(buf, len));
+  }
 #endif
+  return st;
 }
 
 }  // namespace laya

@@ -6,13 +6,18 @@
 //  - Checks happen in load / prepare / reshape. Execute validates nothing except indices read from
 //    tensors (token ids, positions); its internal invariants are debug asserts.
 //  - Codes are grouped in ranges so callers can test a family (`status_is_file_error`).
+//  - Making, copying and returning a Status never allocates: the message lives inside it (at most
+//    Status::kMaxMessage bytes; longer ones are cut and end in "..."), so the execute path may
+//    fail with a message and still touch no heap (tests/runtime/test_no_alloc.cpp).
 //  - `-Dstrip_messages=true` (LAYA_STRIP_MESSAGES) keeps the codes and drops the strings, for
-//    firmware images where every byte of .rodata counts.
+//    firmware images where every byte of .rodata counts (a Status is then just its code).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace laya {
@@ -69,26 +74,37 @@ inline bool status_is_graph_error(StatusCode c) {
   return static_cast<uint16_t>(c) >= 300 && static_cast<uint16_t>(c) < 400;
 }
 
-// A code plus a message. Default-constructed = ok. Cheap to move; an ok Status never allocates.
+// A code plus a message held inline. Default-constructed = ok. Never allocates.
 class [[nodiscard]] Status {
  public:
+#if LAYA_STRIP_MESSAGES
+  static constexpr size_t kMaxMessage = 0;
+#else
+  static constexpr size_t kMaxMessage = 383;  // bytes, without the terminating NUL
+#endif
+
   Status() = default;
-  Status(StatusCode code, std::string message);
+  // Copies `message` (cut to kMaxMessage bytes, at a UTF-8 character boundary, ending in "...").
+  Status(StatusCode code, std::string_view message);
+  Status(const Status& o) { *this = o; }
+  Status& operator=(const Status& o);
 
   static Status ok() { return Status(); }
   bool is_ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   // Never null; "" when ok or when messages are stripped.
-  const char* message() const { return message_.c_str(); }
-  // "kFileTruncated: <message>", for logs and CLI output.
+  const char* message() const { return msg_; }
+  // "kFileTruncated: <message>", for logs and CLI output (allocates: not for the execute path).
   std::string to_string() const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
-  std::string message_;
+  uint16_t len_ = 0;
+  char msg_[kMaxMessage + 1] = {};
 };
 
 // printf-style constructor: `return status_error(StatusCode::kFileTruncated, "tensor %s ...", n);`
+// Formats straight into the Status (no allocation).
 Status status_error(StatusCode code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // Either a T or a non-ok Status.

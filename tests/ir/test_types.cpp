@@ -274,3 +274,25 @@ TEST_CASE("op table and status codes") {
   Result<int> r = Status();  // a Result from an ok Status is an internal error, not a value
   CHECK(r.status().code() == StatusCode::kInternal);
 }
+
+TEST_CASE("Status keeps its message inline: long messages are cut at a character boundary") {
+  if (!kHaveMessages) return;
+  const std::string fits(Status::kMaxMessage, 'a');
+  CHECK(std::string(Status(StatusCode::kInternal, fits).message()) == fits);
+  // One byte too many: cut, and the cut is marked.
+  const std::string over = fits + "b";
+  const std::string got = Status(StatusCode::kInternal, over).message();
+  CHECK(got.size() == Status::kMaxMessage);
+  CHECK(got.substr(got.size() - 3) == "...");
+  // A multi-byte character across the cut is dropped whole, never split.
+  std::string utf8(Status::kMaxMessage - 4, 'a');
+  utf8 += "\u00e9\u00e9\u00e9";  // 2 bytes each
+  const std::string cut = Status(StatusCode::kInternal, utf8).message();
+  CHECK(cut == std::string(Status::kMaxMessage - 4, 'a') + "...");
+  // status_error cuts the same way, and copies keep the text.
+  const Status long_fmt = status_error(StatusCode::kIoError, "%s%s", fits.c_str(), "tail");
+  const Status copy = long_fmt;
+  CHECK(std::string(copy.message()).size() == Status::kMaxMessage);
+  CHECK(std::string(copy.message()).substr(0, 10) == "aaaaaaaaaa");
+  CHECK(copy.code() == StatusCode::kIoError);
+}

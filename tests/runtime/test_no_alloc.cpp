@@ -79,6 +79,46 @@ TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto k
       }
 }
 
+TEST_CASE("execute and reshape allocate nothing on their error paths either") {
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    tools::TinyModelConfig cfg;
+    auto g = tools::make_tiny_encoder(cfg, 5);
+    REQUIRE(g.is_ok());
+    TinyRun run = make_run(*g, cpu_options("auto", threads));
+    runtime::Session& s = *run.session;
+    const int64_t seq = 9;
+    TinyInputs in = tiny_inputs(2, seq, cfg.vocab, 2);
+    in.ids[5] = static_cast<int32_t>(cfg.vocab) + 3;  // an id outside the vocabulary
+    std::vector<float> out(static_cast<size_t>(2 * seq * 1024));
+    std::vector<const void*> inputs = {in.ids.data(), in.positions.data(), in.key_mask.data()};
+    void* outputs[1] = {out.data()};
+
+    const int64_t bad_sym[2] = {2, 100000};  // seq beyond its bound
+    alloc_hook::start();
+    Status bad_reshape = s.reshape(bad_sym);
+    CHECK(alloc_hook::stop() == 0);
+    CHECK(bad_reshape.code() == StatusCode::kOutOfRange);
+
+    const int64_t sym[2] = {2, seq};
+    REQUIRE(s.reshape(sym).is_ok());
+    REQUIRE(static_cast<size_t>(s.extents(g->outputs[0]).count()) <= out.size());
+    alloc_hook::start();
+    Status st = s.execute(inputs, outputs);
+    const long calls = alloc_hook::stop();
+    CHECK(st.code() == StatusCode::kIndexOutOfRange);
+    CHECK(calls == 0);
+#if !LAYA_STRIP_MESSAGES
+    CHECK(std::string(st.message()).find(std::to_string(cfg.vocab + 3)) != std::string::npos);
+#endif
+
+    alloc_hook::start();
+    Status wrong_count = s.execute(std::span<const void* const>(inputs.data(), 1), outputs);
+    CHECK(alloc_hook::stop() == 0);
+    CHECK(wrong_count.code() == StatusCode::kInvalidArgument);
+  }
+}
+
 struct Cover {
   std::vector<std::atomic<int>>* hits;
   std::atomic<int>* bad_len;
