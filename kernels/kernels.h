@@ -91,17 +91,26 @@ struct MatmulKernel {
 // ---- attention -------------------------------------------------------------------------------
 
 // Multi-head attention over rows of packed heads, reading K/V from any buffer with row strides
-// (a KV cache of kv_len = past + q_len rows works as is).
+// (a KV cache of kv_len = past + q_len rows, or of cache cells, works as is).
 //   q[b, i, h*hd + d]   at q + b*q_batch_stride + i*q_row_stride + h*hd + d      (h < n_heads)
-//   k[b, j, g*hd + d]   likewise with k_* strides, g < n_kv_heads; v the same
+//   k[b, j, g*hd + d]   likewise with k_* strides, g < n_kv_heads; v the same (a batch stride of 0
+//                       shares one set of keys between the batch rows)
 //   key_mask[b, j]      at key_mask + b*mask_batch_stride; 0 hides key j (nullable = all keys)
+//   q_pos[b, i], q_seq[b, i]   i32 at q_pos + b*q_pos_batch_stride, q_seq + b*q_seq_batch_stride
+//   k_pos[b, j], k_seq[b, j]   i32 at k_pos + b*k_pos_batch_stride, k_seq + b*k_seq_batch_stride
+//                       (each nullable; q_seq and k_seq are both set or both null)
 //   out[b, i, h*hd + d] at out + b*out_batch_stride + i*out_row_stride + h*hd + d
-// Query i sits at key position p_i = kv_len - q_len + i. Key j is visible when
-//   key_mask allows it, and (causal ? j <= p_i : true), and (window < 0 || |p_i - j| <= window).
+// Query i sits at position p_i = q_pos[b, i] (default kv_len - q_len + i), key j at position
+// k_j = k_pos[b, j] (default j). Key j is visible to query i when
+//   key_mask allows it, and (causal ? k_j <= p_i : true), and (window < 0 || |p_i - k_j| <=
+//   window), and (no seq ids || (k_seq[b, j] >= 0 && q_seq[b, i] == k_seq[b, j])).
+// A negative k_seq marks an empty cache cell, never visible. Positions are any int32 values (no
+// overflow: differences are taken in 64 bits).
 // Grouped-query: head h reads kv head h / (n_heads / n_kv_heads). A row with no visible key
 // outputs zeros. Softmax of scale * q.k in f32; no [q_len, kv_len] matrix is materialized.
 // K / V rows j < kv_len must be finite even where hidden: an optimized kernel may give a hidden row
-// a zero weight instead of skipping it (rows the mask hides for a whole tile are never read).
+// a zero weight instead of skipping it (rows hidden for a whole tile are never read). A KV cache
+// therefore zero-fills cells before their first write.
 struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_batch_stride = 0, q_row_stride = 0;
@@ -111,6 +120,14 @@ struct AttentionArgs {
   int64_t v_batch_stride = 0, v_row_stride = 0;
   const int32_t* key_mask = nullptr;
   int64_t mask_batch_stride = 0;
+  const int32_t* q_pos = nullptr;
+  int64_t q_pos_batch_stride = 0;
+  const int32_t* k_pos = nullptr;
+  int64_t k_pos_batch_stride = 0;
+  const int32_t* q_seq = nullptr;
+  int64_t q_seq_batch_stride = 0;
+  const int32_t* k_seq = nullptr;
+  int64_t k_seq_batch_stride = 0;
   float* out = nullptr;
   int64_t out_batch_stride = 0, out_row_stride = 0;
   int64_t batch = 1, q_len = 0, kv_len = 0;

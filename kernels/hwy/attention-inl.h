@@ -21,6 +21,10 @@
 //    with one transpose-add tree; P x V broadcasts each probability over the V row. K and V are
 //    read once per group (GQA reuse). An item spans a chunk of kv groups (all of them with one
 //    thread per batch row), so the cache rows are read front to back, with L2 prefetch ahead.
+// With positions or sequence ids ("general mode", see the section of that name below) tiles are
+// aligned to kBk and summarized once per call, so a tile no query of an item can see (another
+// packed row, another sequence's cells, empty cells, outside the causal / window range) is skipped
+// without reading K or V.
 // Work items (prefill: batch, kv group, head block, query block; decode: batch, chunk of groups)
 // are handed out dynamically to n_threads scratch slots through parallel_for (causal: the most
 // expensive query blocks first).
@@ -108,7 +112,7 @@ HWY_INLINE VF Exp2(DF d, VF t) {
 
 // Per-slot scratch: the larger of the two layouts.
 inline size_t PrefillSlotBytes(size_t hd) {
-  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 4 * Align64(kBq * 4);
+  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 5 * Align64(kBq * 4);
 }
 // Rows of a decode item: up to kDecMaxGroups groups of at most kDecRows rows.
 inline size_t DecodeRowsMax(const AttentionArgs& a) {
@@ -308,12 +312,23 @@ HWY_INLINE void Transpose16(__m512 r[16]) {
 
 // ---- planning -------------------------------------------------------------------------------
 
+// General mode: positions or sequence ids are given (see "positions and sequence ids" below).
+inline bool General(const AttentionArgs& a) {
+  return a.q_pos != nullptr || a.k_pos != nullptr || a.k_seq != nullptr;
+}
+
 struct Plan {
   int32_t group = 1;  // query heads per kv head
   int32_t g_begin = 0, n_groups = 0;
   int32_t hper = 1;            // heads per item
   int64_t qper = 1;            // queries per item
   int64_t n_hb = 1, n_qb = 1;  // head / query blocks per group
+  // Query blocks per chunk: items go chunk by chunk (each chunk: every group, head block, query
+  // block of it). Default mode: one chunk (a group's query blocks run back to back and share its
+  // K / V in cache). General mode: chunks of about one key tile of queries, so with packed rows
+  // the heads of one row run back to back, as they would with the rows in batch entries
+  // (measured: head-major order over 8 packed rows of 64 was 12-15% slower than the batch).
+  int64_t qchunk = 1, n_chunks = 1;
   bool decode = false;
   int32_t gper = 1;  // decode: kv groups per item
   int64_t n_gc = 1;  // decode: group chunks
@@ -348,7 +363,10 @@ inline Plan MakePlan(const AttentionArgs& a, int32_t hb, int32_t he, int64_t slo
     p.n_hb = (hg + p.hper - 1) / p.hper;
     p.n_qb = (a.q_len + p.qper - 1) / p.qper;
   }
-  p.items = a.batch * p.n_groups * p.n_hb * p.n_qb;
+  p.qchunk = General(a) ? std::min(p.n_qb, std::max<int64_t>(1, static_cast<int64_t>(kBk) / p.qper))
+                        : p.n_qb;
+  p.n_chunks = (p.n_qb + p.qchunk - 1) / p.qchunk;
+  p.items = a.batch * p.n_chunks * p.n_groups * p.n_hb * p.qchunk;
   return p;
 }
 
@@ -377,10 +395,135 @@ inline bool Visible(const AttentionArgs& a, int64_t pos, int64_t j) {
   return true;
 }
 
+// ---- positions and sequence ids ("general mode") --------------------------------------------
+//
+// With q_pos, k_pos or sequence ids, keys are visited in tiles aligned to kBk, and every block of
+// kBk keys is summarized once per call (KeySum: its live keys' position and seq id ranges). A tile
+// whose summary no query of an item can see is skipped without reading K or V, and a tile every
+// query sees in full skips the per-element mask. With packed rows (seq ids sorted, positions
+// restarting per row) a query block therefore computes only the tiles of its own row, as it would
+// with the rows in separate batch entries; over a KV cache, empty cells and other sequences'
+// tiles are skipped. Summaries of a tile shorter than its blocks cover extra keys, which only
+// makes the decision conservative.
+
+// Key metadata of one batch row.
+struct Keys {
+  const int32_t* mask;
+  const int32_t* pos;
+  const int32_t* seq;
+  // Not hidden by key_mask and not an empty cell.
+  bool live(int64_t j) const { return (!mask || mask[j] != 0) && (!seq || seq[j] >= 0); }
+  int64_t at(int64_t j) const { return pos ? int64_t{pos[j]} : j; }
+  int32_t seq_at(int64_t j) const { return seq ? seq[j] : 0; }
+};
+inline Keys KeysOf(const AttentionArgs& a, int64_t b) {
+  return Keys{a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr,
+              a.k_pos ? a.k_pos + b * a.k_pos_batch_stride : nullptr,
+              a.k_seq ? a.k_seq + b * a.k_seq_batch_stride : nullptr};
+}
+
+struct KeySum {
+  int64_t n_live = 0, n_keys = 0;
+  int64_t pmin = INT64_MAX, pmax = INT64_MIN;  // positions of the live keys
+  int32_t smin = INT32_MAX, smax = INT32_MIN;  // seq ids of the live keys (0 without seq ids)
+};
+inline void AddKeys(const Keys& k, int64_t t0, int64_t t1, KeySum& s) {
+  s.n_keys += t1 - t0;
+  for (int64_t j = t0; j < t1; ++j) {
+    if (!k.live(j)) continue;
+    ++s.n_live;
+    const int64_t p = k.at(j);
+    const int32_t q = k.seq_at(j);
+    s.pmin = std::min(s.pmin, p);
+    s.pmax = std::max(s.pmax, p);
+    s.smin = std::min(s.smin, q);
+    s.smax = std::max(s.smax, q);
+  }
+}
+inline size_t KeyBlocks(const AttentionArgs& a) {
+  return static_cast<size_t>((a.kv_len + static_cast<int64_t>(kBk) - 1) /
+                             static_cast<int64_t>(kBk));
+}
+inline size_t SummaryBytes(const AttentionArgs& a) {
+  return Align64(static_cast<size_t>(a.batch > 0 ? a.batch : 0) * KeyBlocks(a) * sizeof(KeySum));
+}
+// The summary of keys [t0, t1) (t0 a multiple of kBk) from the block summaries of its batch row.
+inline KeySum TileSum(const KeySum* sums, int64_t t0, int64_t t1) {
+  KeySum s;
+  for (int64_t blk = t0 / static_cast<int64_t>(kBk); blk * static_cast<int64_t>(kBk) < t1; ++blk) {
+    const KeySum& x = sums[blk];
+    s.n_live += x.n_live;
+    s.n_keys += x.n_keys;
+    s.pmin = std::min(s.pmin, x.pmin);
+    s.pmax = std::max(s.pmax, x.pmax);
+    s.smin = std::min(s.smin, x.smin);
+    s.smax = std::max(s.smax, x.smax);
+  }
+  return s;
+}
+
+// Position and seq id ranges of an item's queries.
+struct QRange {
+  int64_t pmin = INT64_MAX, pmax = INT64_MIN;
+  int32_t smin = INT32_MAX, smax = INT32_MIN;
+  void add(int64_t p, int32_t q) {
+    pmin = std::min(pmin, p);
+    pmax = std::max(pmax, p);
+    smin = std::min(smin, q);
+    smax = std::max(smax, q);
+  }
+};
+
+// Whether every query of `q` and every live key of `k` have one and the same seq id.
+inline bool SameSeq(const KeySum& k, const QRange& q) {
+  return k.smin == k.smax && q.smin == q.smax && q.smin == k.smin;
+}
+
+enum class Tile { kSkip, kFull, kMasked };
+inline Tile Classify(const AttentionArgs& a, const KeySum& k, const QRange& q) {
+  const bool seq = a.k_seq != nullptr;
+  if (k.n_live == 0) return Tile::kSkip;
+  if (seq && (k.smax < q.smin || k.smin > q.smax)) return Tile::kSkip;
+  if (a.causal && k.pmin > q.pmax) return Tile::kSkip;
+  if (a.window >= 0 && (k.pmin - q.pmax > a.window || q.pmin - k.pmax > a.window))
+    return Tile::kSkip;
+  if (k.n_live != k.n_keys) return Tile::kMasked;
+  if (seq && !SameSeq(k, q)) return Tile::kMasked;
+  if (a.causal && k.pmax > q.pmin) return Tile::kMasked;
+  if (a.window >= 0 && (k.pmax - q.pmin > a.window || q.pmax - k.pmin > a.window))
+    return Tile::kMasked;
+  return Tile::kFull;
+}
+
+// Whether a live key at position kp with seq id ks is visible to a query at qp with seq id qs
+// (seq ids compared when `seq`).
+inline bool VisibleAt(const AttentionArgs& a, int64_t qp, int32_t qs, int64_t kp, int32_t ks,
+                      bool seq) {
+  if (a.causal && kp > qp) return false;
+  if (a.window >= 0 && (qp - kp > a.window || kp - qp > a.window)) return false;
+  return !seq || qs == ks;
+}
+
+// Keys [lo, hi) an item with queries in `q` visits in general mode: without k_pos the default key
+// positions bound the range, then lo is aligned down to a block.
+inline void GeneralKeyRange(const AttentionArgs& a, const QRange& q, int64_t& lo, int64_t& hi) {
+  lo = 0;
+  hi = a.kv_len;
+  if (a.k_pos == nullptr) {
+    KeyRange(a, q.pmin, q.pmax, lo, hi);
+    lo = std::max<int64_t>(0, lo) / static_cast<int64_t>(kBk) * static_cast<int64_t>(kBk);
+  }
+}
+
+inline int32_t ClampI32(int64_t v) {
+  return static_cast<int32_t>(std::min<int64_t>(INT32_MAX, std::max<int64_t>(INT32_MIN, v)));
+}
+
 // ---- prefill item ---------------------------------------------------------------------------
 
-inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0, int32_t h1,
-                        int64_t i0, int64_t i1, uint8_t* slot) {
+// `sums`: the block summaries of batch row b in general mode, else null.
+inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, int32_t g,
+                        int32_t h0, int32_t h1, int64_t i0, int64_t i1, uint8_t* slot) {
   const DF d;
   const DI di;
   const size_t hd = static_cast<size_t>(a.head_dim);
@@ -391,6 +534,8 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   float* lrow = mrow + Align64(kBq * 4) / 4;
   float* alpha = lrow + Align64(kBq * 4) / 4;
   int32_t* pos = reinterpret_cast<int32_t*>(alpha + Align64(kBq * 4) / 4);
+  int32_t* qseq = pos + Align64(kBq * 4) / 4;  // general mode: seq id per lane
+  const bool gen = sums != nullptr;
 
   const int64_t nq = i1 - i0;
   const int64_t rows = (h1 - h0) * nq;  // lane l = hh * nq + ii
@@ -406,9 +551,15 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
         a.q + b * a.q_batch_stride + (i0 + r % nq) * a.q_row_stride + (h0 + r / nq) * a.head_dim;
     for (size_t c = 0; c < hd; c += 16) hwy::Prefetch(q + c);
   }
+  const int32_t* qpos_b = a.q_pos ? a.q_pos + b * a.q_pos_batch_stride : nullptr;
+  const int32_t* qseq_b = a.q_seq ? a.q_seq + b * a.q_seq_batch_stride : nullptr;
+  QRange qr;  // general mode
   for (size_t l = 0; l < lanes; ++l) {
     const int64_t r = static_cast<int64_t>(l) < rows ? static_cast<int64_t>(l) : rows - 1;
-    pos[l] = static_cast<int32_t>(past + i0 + r % nq);
+    const int64_t i = i0 + r % nq;
+    pos[l] = qpos_b ? qpos_b[i] : static_cast<int32_t>(past + i);
+    qseq[l] = qseq_b ? qseq_b[i] : 0;
+    qr.add(pos[l], qseq[l]);
     mrow[l] = kNegInf;
     lrow[l] = 0.0f;
   }
@@ -454,7 +605,11 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   }
   const int64_t pmin = past + i0, pmax = past + i1 - 1;
   int64_t lo, hi;
-  KeyRange(a, pmin, pmax, lo, hi);
+  if (gen)
+    GeneralKeyRange(a, qr, lo, hi);
+  else
+    KeyRange(a, pmin, pmax, lo, hi);
+  const Keys keys = KeysOf(a, b);
   const float* kbase = a.k + b * a.k_batch_stride + static_cast<int64_t>(g) * a.head_dim;
   const float* vbase = a.v + b * a.v_batch_stride + static_cast<int64_t>(g) * a.head_dim;
   const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
@@ -464,12 +619,17 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
   // Position range of each query vector: in a partially masked tile, key blocks skip the vectors
   // that cannot see them (the causal diagonal costs ~1/2 vector per key instead of ~kNV/2).
   int64_t vmin[kNV], vmax[kNV];
+  int32_t vsmin[kNV], vsmax[kNV];  // seq id range of each query vector (general mode)
   for (int v = 0; v < nv; ++v) {
     vmin[v] = INT64_MAX;
     vmax[v] = INT64_MIN;
+    vsmin[v] = INT32_MAX;
+    vsmax[v] = INT32_MIN;
     for (size_t l = static_cast<size_t>(v) * kN; l < static_cast<size_t>(v + 1) * kN; ++l) {
       vmin[v] = std::min<int64_t>(vmin[v], pos[l]);
       vmax[v] = std::max<int64_t>(vmax[v], pos[l]);
+      vsmin[v] = std::min(vsmin[v], qseq[l]);
+      vsmax[v] = std::max(vsmax[v], qseq[l]);
     }
   }
   constexpr size_t kBlocks = (kBk + kMR - 1) / kMR;
@@ -483,11 +643,46 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
     const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
     // S^T = K Q^T for this tile; in a partially masked tile only the vectors that can see each
     // key block (the others get -inf).
-    const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
+    bool need_pos, need_live = false, need_seq = false;
+    if (gen) {
+      const KeySum ts = TileSum(sums, t0, t1);
+      const Tile kind = Classify(a, ts, qr);
+      if (kind == Tile::kSkip) continue;
+      need_pos = kind == Tile::kMasked;
+      need_live = ts.n_live != ts.n_keys;
+      need_seq = a.k_seq && !SameSeq(ts, qr);
+    } else {
+      need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
+    }
     for (size_t jb = 0, bi = 0; jb < nk; jb += kMR, ++bi) {
       const int mr = static_cast<int>(nk - jb < static_cast<size_t>(kMR) ? nk - jb : kMR);
       int va = 0, vb = nv;
-      if (need_pos) {
+      if (need_pos && gen) {
+        // The live keys of this block: their position and seq id ranges.
+        const int64_t ja = t0 + static_cast<int64_t>(jb);
+        QRange kb;
+        for (int r = 0; r < mr; ++r)
+          if (keys.live(ja + r)) kb.add(keys.at(ja + r), keys.seq_at(ja + r));
+        va = nv;
+        vb = 0;
+        if (kb.pmin <= kb.pmax) {
+          for (int v = 0; v < nv; ++v) {
+            const bool active = (!a.causal || vmax[v] >= kb.pmin) &&
+                                (a.window < 0 || (vmax[v] >= kb.pmin - a.window &&
+                                                  vmin[v] <= kb.pmax + a.window)) &&
+                                (!a.k_seq || (vsmax[v] >= kb.smin && vsmin[v] <= kb.smax));
+            if (active) {
+              va = std::min(va, v);
+              vb = v + 1;
+            }
+          }
+        }
+        for (int r = 0; r < mr; ++r)
+          for (int v = 0; v < nv; ++v)
+            if (v < va || v >= vb)
+              hn::Store(ninf, d,
+                        st + (jb + static_cast<size_t>(r)) * kBq + static_cast<size_t>(v) * kN);
+      } else if (need_pos) {
         const int64_t ja = t0 + static_cast<int64_t>(jb), jz = ja + mr - 1;
         va = nv;
         vb = 0;
@@ -514,8 +709,49 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
       Dispatch2<kMR, kNV>(mr, vb - va,
                           [&]<int MR, int NV>() { QkBlock<MR, NV>(qv, kr, ks, hd, sr); });
     }
+    // Keys [jlo, jhi) of the tile may be visible: general mode trims a partially masked tile to
+    // its key blocks with an active vector (with k_pos, a causal or window limit is not a key
+    // range, so the tile was not cut at it), so masks and softmax skip the rest.
+    size_t jlo = 0, jhi = nk;
+    const size_t nblk = (nk + kMR - 1) / kMR;
+    size_t blo = 0, bhi = nblk;
+    if (gen && need_pos) {
+      while (blo < bhi && blk_va[blo] >= blk_vb[blo]) ++blo;
+      while (bhi > blo && blk_va[bhi - 1] >= blk_vb[bhi - 1]) --bhi;
+      if (blo == bhi) continue;  // nothing visible in this tile
+      jlo = blo * kMR;
+      jhi = std::min(nk, bhi * kMR);
+    }
     // Masks: key padding rows, then positions where the tile is not entirely visible.
-    if (kmask || need_pos) {
+    if (gen && need_pos) {
+      for (size_t j = jlo; j < jhi; ++j) {
+        const int64_t jj = t0 + static_cast<int64_t>(j);
+        float* sr = st + j * kBq;
+        if (need_live && !keys.live(jj)) {
+          for (size_t l = 0; l < lanes; l += kN) hn::Store(ninf, d, sr + l);
+          continue;
+        }
+        // Visible: p >= kp (causal; p > kp - 1 unless kp is INT32_MIN), kp - w <= p <= kp + w
+        // (window, bounds clamped to int32), q_seq == k_seq.
+        const int64_t kp = keys.at(jj);
+        const bool causal = a.causal && kp > INT32_MIN;
+        const auto kpv = hn::Set(di, ClampI32(kp - 1));
+        const auto wlo = hn::Set(di, ClampI32(kp - a.window)),
+                   whi = hn::Set(di, ClampI32(kp + a.window));
+        const auto ksv = hn::Set(di, keys.seq_at(jj));
+        for (size_t l = 0; l < lanes; l += kN) {
+          const auto p = hn::Load(di, pos + l);
+          auto vis = hn::Eq(p, p);  // all true
+          if (causal) vis = hn::Gt(p, kpv);
+          if (a.window >= 0) {
+            vis = hn::AndNot(hn::Lt(p, wlo), vis);
+            vis = hn::AndNot(hn::Gt(p, whi), vis);
+          }
+          if (need_seq) vis = hn::And(vis, hn::Eq(hn::Load(di, qseq + l), ksv));
+          hn::Store(hn::IfThenElse(hn::RebindMask(d, vis), hn::Load(d, sr + l), ninf), d, sr + l);
+        }
+      }
+    } else if (!gen && (kmask || need_pos)) {
       for (size_t j = 0; j < nk; ++j) {
         const int64_t jj = t0 + static_cast<int64_t>(j);
         float* sr = st + j * kBq;
@@ -537,11 +773,11 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
         }
       }
     }
-    // Online softmax, vertical per lane.
+    // Online softmax, vertical per lane, over keys [jlo, jhi).
     bool rescale = false;
     for (size_t l = 0; l < lanes; l += kN) {
       VF mx = ninf;
-      for (size_t j = 0; j < nk; ++j) mx = hn::Max(mx, hn::Load(d, st + j * kBq + l));
+      for (size_t j = jlo; j < jhi; ++j) mx = hn::Max(mx, hn::Load(d, st + j * kBq + l));
       const VF mold = hn::Load(d, mrow + l);
       const VF mnew = hn::Max(mold, mx);
       const VF msafe = hn::IfThenZeroElse(hn::Eq(mnew, ninf), mnew);
@@ -550,8 +786,8 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
       hn::Store(al, d, alpha + l);
       hn::Store(mnew, d, mrow + l);
       VF sum0 = hn::Zero(d), sum1 = hn::Zero(d);
-      size_t j = 0;
-      for (; j + 2 <= nk; j += 2) {
+      size_t j = jlo;
+      for (; j + 2 <= jhi; j += 2) {
         const VF p0 = Exp2(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
         const VF p1 = Exp2(d, hn::Sub(hn::Load(d, st + (j + 1) * kBq + l), msafe));
         hn::Store(p0, d, st + j * kBq + l);
@@ -559,7 +795,7 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
         sum0 = hn::Add(sum0, p0);
         sum1 = hn::Add(sum1, p1);
       }
-      if (j < nk) {
+      if (j < jhi) {
         const VF p0 = Exp2(d, hn::Sub(hn::Load(d, st + j * kBq + l), msafe));
         hn::Store(p0, d, st + j * kBq + l);
         sum0 = hn::Add(sum0, p0);
@@ -583,10 +819,9 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
         for (size_t l = 0; l < lanes; l += kN)
           hn::Store(hn::Mul(hn::Load(d, ot + c * kBq + l), hn::Load(d, alpha + l)), d,
                     ot + c * kBq + l);
-    const size_t nblk = (nk + kMR - 1) / kMR;
-    for (size_t b0 = 0; b0 < nblk;) {
+    for (size_t b0 = blo; b0 < bhi;) {
       size_t b1 = b0 + 1;
-      while (b1 < nblk && blk_va[b1] == blk_va[b0] && blk_vb[b1] == blk_vb[b0]) ++b1;
+      while (b1 < bhi && blk_va[b1] == blk_va[b0] && blk_vb[b1] == blk_vb[b0]) ++b1;
       const int va = blk_va[b0], vb = blk_vb[b0];
       const size_t j0 = b0 * kMR, j1 = std::min(nk, b1 * kMR);
       b0 = b1;
@@ -637,8 +872,9 @@ inline void PrefillItem(const AttentionArgs& a, int64_t b, int32_t g, int32_t h0
 
 // ---- decode item ----------------------------------------------------------------------------
 
-inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t ga, int32_t gb, int32_t hb,
-                       int32_t he, uint8_t* slot) {
+// `sums` as for PrefillItem.
+inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, int32_t ga,
+                       int32_t gb, int32_t hb, int32_t he, uint8_t* slot) {
   const DF d;
   const size_t hd = static_cast<size_t>(a.head_dim);
   const int32_t group = a.n_heads / a.n_kv_heads;
@@ -665,13 +901,20 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t ga, int32_t gb
     roff[gi + 1] = roff[gi] + static_cast<size_t>((gh1 - gh0[gi]) * a.q_len);
   }
   const size_t R = roff[ng];
-  int32_t qi[kDecMaxRows] = {};  // query index of each row
+  int32_t qi[kDecMaxRows] = {};    // query index of each row
+  int64_t rpos[kDecMaxRows] = {};  // general mode: position and seq id of each row
+  int32_t rseq[kDecMaxRows] = {};
+  const bool gen = sums != nullptr;
+  QRange qr;
   const VF sc = hn::Set(d, a.scale * kLog2e);
   for (int gi = 0; gi < ng; ++gi)
     for (size_t r = roff[gi]; r < roff[gi + 1]; ++r) {
       const int64_t rl = static_cast<int64_t>(r - roff[gi]);
       const int64_t h = gh0[gi] + rl / a.q_len, ii = rl % a.q_len;
       qi[r] = static_cast<int32_t>(ii);
+      rpos[r] = a.q_pos ? int64_t{a.q_pos[b * a.q_pos_batch_stride + ii]} : a.kv_len - a.q_len + ii;
+      rseq[r] = a.q_seq ? a.q_seq[b * a.q_seq_batch_stride + ii] : 0;
+      qr.add(rpos[r], rseq[r]);
       const float* q = a.q + b * a.q_batch_stride + ii * a.q_row_stride + h * a.head_dim;
       for (size_t c = 0; c < hd; c += kN) {
         hn::Store(hn::Mul(hn::LoadU(d, q + c), sc), d, qs + r * hd + c);
@@ -683,7 +926,11 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t ga, int32_t gb
 
   const int64_t pmin = past, pmax = a.kv_len - 1;
   int64_t lo, hi;
-  KeyRange(a, pmin, pmax, lo, hi);
+  if (gen)
+    GeneralKeyRange(a, qr, lo, hi);
+  else
+    KeyRange(a, pmin, pmax, lo, hi);
+  const Keys keys = KeysOf(a, b);
   const float* kbase = a.k + b * a.k_batch_stride;
   const float* vbase = a.v + b * a.v_batch_stride;
   const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
@@ -695,6 +942,17 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t ga, int32_t gb
     const int64_t t1 = std::min(t0 + static_cast<int64_t>(kBkDec), hi);
     const size_t nk = static_cast<size_t>(t1 - t0);
     const size_t nkp = (nk + kN - 1) / kN * kN;
+    bool need_pos, need_live = false, need_seq = false;
+    if (gen) {
+      const KeySum ts = TileSum(sums, t0, t1);
+      const Tile kind = Classify(a, ts, qr);
+      if (kind == Tile::kSkip) continue;
+      need_pos = kind == Tile::kMasked;
+      need_live = ts.n_live != ts.n_keys;
+      need_seq = a.k_seq && !SameSeq(ts, qr);
+    } else {
+      need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
+    }
     // Scores, 4 keys at a time across all groups (each key row is read front to back).
     for (size_t j = 0; j < nk;) {
       const size_t nj = nk - j >= 4 ? 4 : 1;
@@ -720,8 +978,17 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t ga, int32_t gb
     }
     for (size_t r = 0; r < R; ++r)
       for (size_t j = nk; j < nkp; ++j) ss[r * kBkDec + j] = kNegInf;
-    const bool need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
-    if (kmask || need_pos) {
+    if (gen && need_pos) {
+      for (size_t j = 0; j < nk; ++j) {
+        const int64_t jj = t0 + static_cast<int64_t>(j);
+        const bool live = !need_live || keys.live(jj);
+        const int64_t kp = keys.at(jj);
+        const int32_t ks = keys.seq_at(jj);
+        for (size_t r = 0; r < R; ++r)
+          if (!live || !VisibleAt(a, rpos[r], rseq[r], kp, ks, need_seq))
+            ss[r * kBkDec + j] = kNegInf;
+      }
+    } else if (!gen && (kmask || need_pos)) {
       for (size_t j = 0; j < nk; ++j) {
         const int64_t jj = t0 + static_cast<int64_t>(j);
         const bool hidden = kmask && kmask[jj] == 0;
@@ -793,7 +1060,7 @@ inline void DecodeItem(const AttentionArgs& a, int64_t b, int32_t ga, int32_t gb
 
 uint64_t AttentionScratchBytes(const AttentionArgs& a, int n_threads) {
   const uint64_t slots = n_threads > 1 ? static_cast<uint64_t>(n_threads) : 1;
-  return slots * attn::SlotBytes(a) + 64;
+  return attn::SummaryBytes(a) + slots * attn::SlotBytes(a) + 64;
 }
 
 void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, void* scratch,
@@ -805,6 +1072,22 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
   if (slots > p.items) slots = p.items;
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
                                              ~static_cast<uintptr_t>(63));
+  // General mode: summarize every block of keys once (see "positions and sequence ids" above).
+  attn::KeySum* sums = nullptr;
+  const size_t n_blk = attn::KeyBlocks(a);
+  if (attn::General(a)) {
+    sums = reinterpret_cast<attn::KeySum*>(base);
+    for (int64_t b = 0; b < a.batch; ++b) {
+      const attn::Keys keys = attn::KeysOf(a, b);
+      for (size_t blk = 0; blk < n_blk; ++blk) {
+        attn::KeySum& s = sums[static_cast<size_t>(b) * n_blk + blk];
+        s = attn::KeySum{};
+        const int64_t t0 = static_cast<int64_t>(blk * attn::kBk);
+        attn::AddKeys(keys, t0, std::min(a.kv_len, t0 + static_cast<int64_t>(attn::kBk)), s);
+      }
+    }
+  }
+  base += attn::SummaryBytes(a);
   const size_t slot_bytes = attn::SlotBytes(a);
   std::atomic<int64_t> next{0};
   parallel_for(pool, slots, 1, [&](int64_t sb, int64_t se) {
@@ -816,16 +1099,23 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
         if (p.decode) {  // w -> (b, chunk of kv groups)
           const int32_t ga = p.g_begin + static_cast<int32_t>(w % p.n_gc) * p.gper;
           const int32_t gb = std::min(ga + p.gper, p.g_begin + p.n_groups);
-          attn::DecodeItem(a, w / p.n_gc, ga, gb, head_begin, head_end, slot);
+          const int64_t b = w / p.n_gc;
+          attn::DecodeItem(a, sums ? sums + static_cast<size_t>(b) * n_blk : nullptr, b, ga, gb,
+                           head_begin, head_end, slot);
           continue;
         }
-        // w -> (b, group, head block, query block); query blocks last-first (causal: costliest).
-        const int64_t qb = p.n_qb - 1 - w % p.n_qb;
-        w /= p.n_qb;
+        // w -> (b, chunk, group, head block, query block of the chunk); chunks and query blocks
+        // last-first (causal: costliest first).
+        const int64_t qin = w % p.qchunk;
+        w /= p.qchunk;
         const int64_t hbk = w % p.n_hb;
         w /= p.n_hb;
         const int32_t g = p.g_begin + static_cast<int32_t>(w % p.n_groups);
-        const int64_t b = w / p.n_groups;
+        w /= p.n_groups;
+        const int64_t ch = p.n_chunks - 1 - w % p.n_chunks;
+        const int64_t b = w / p.n_chunks;
+        const int64_t qb = ch * p.qchunk + p.qchunk - 1 - qin;
+        if (qb >= p.n_qb) continue;  // the last chunk may be short
         // Heads of group g inside [head_begin, head_end), then this item's block of them.
         const int32_t gh0 = std::max(head_begin, g * p.group);
         const int32_t gh1 = std::min(head_end, (g + 1) * p.group);
@@ -834,7 +1124,8 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
         if (h0 >= h1) continue;
         const int64_t i0 = qb * p.qper;
         const int64_t i1 = std::min(a.q_len, i0 + p.qper);
-        attn::PrefillItem(a, b, g, h0, h1, i0, i1, slot);
+        attn::PrefillItem(a, sums ? sums + static_cast<size_t>(b) * n_blk : nullptr, b, g, h0, h1,
+                          i0, i1, slot);
       }
     }
   });

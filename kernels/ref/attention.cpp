@@ -21,12 +21,18 @@ void attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
       for (int64_t i = 0; i < a.q_len; ++i) {
         const float* q = a.q + b * a.q_batch_stride + i * a.q_row_stride + h * hd;
         float* out = a.out + b * a.out_batch_stride + i * a.out_row_stride + h * hd;
-        const int64_t pos = a.kv_len - a.q_len + i;
+        const int64_t pos =
+            a.q_pos ? a.q_pos[b * a.q_pos_batch_stride + i] : a.kv_len - a.q_len + i;
         double max = -INFINITY;
         for (int64_t j = 0; j < a.kv_len; ++j) {
+          const int64_t kpos = a.k_pos ? a.k_pos[b * a.k_pos_batch_stride + j] : j;
           bool visible = a.key_mask == nullptr || a.key_mask[b * a.mask_batch_stride + j] != 0;
-          if (a.causal && j > pos) visible = false;
-          if (a.window >= 0 && (pos - j > a.window || j - pos > a.window)) visible = false;
+          if (a.causal && kpos > pos) visible = false;
+          if (a.window >= 0 && (pos - kpos > a.window || kpos - pos > a.window)) visible = false;
+          if (a.k_seq != nullptr) {
+            const int32_t ks = a.k_seq[b * a.k_seq_batch_stride + j];
+            if (ks < 0 || ks != a.q_seq[b * a.q_seq_batch_stride + i]) visible = false;
+          }
           if (!visible) {
             p[j] = -INFINITY;
             continue;

@@ -1,6 +1,8 @@
 // Attention: the reference against hand-computed cases, then every Highway target against the
 // reference over decode / prefill, masks and their combinations, GQA, odd head_dims, strided KV
-// caches with a past, head sub-ranges, and a thread pool.
+// caches with a past, head sub-ranges, and a thread pool; then positions and sequence ids: packed
+// rows, KV cache cells of several interleaved sequences with empty cells, keys shared by the batch
+// rows, and positions at the ends of the int32 range.
 //
 // Tolerance (f32 tiles and online softmax vs the double reference): per call, the largest
 // |out - ref| <= 2^-21 (1 + smax) max|v|, where smax = scale max|q_h| max|k_g| bounds the scores
@@ -34,6 +36,20 @@ struct Case {
   int mask = 0;
   int32_t head_begin = 0, head_end = -1;  // -1: n_heads
   float scale_mul = 1.0f;                 // scale = scale_mul / sqrt(head_dim)
+  // Positions and sequence ids (AttentionArgs q_pos ... k_seq):
+  //   kNone    default positions, no seq ids
+  //   kPos     random positions for queries and keys (no seq ids)
+  //   kExtreme positions spread over the whole int32 range (overflow checks)
+  //   kPacked  packed rows (q_len == kv_len, past 0): random row lengths, positions restarting per
+  //            row, seq id = row; the last `pad` tokens are padding (seq id -1)
+  //   kCells   a KV cache: each cell empty (seq -1) or a token of one of n_seq sequences, in
+  //            interleaved runs, positions counting per sequence; each query belongs to a random
+  //            sequence (or -1) at a random position up to one past that sequence's last
+  enum class Ids { kNone, kPos, kExtreme, kPacked, kCells } ids = Ids::kNone;
+  int64_t max_row = 64;    // kPacked: longest row
+  int64_t pad = 0;         // kPacked: padding tokens at the end
+  int32_t n_seq = 2;       // kCells
+  bool shared_kv = false;  // one set of keys (batch stride 0) for every batch row
 };
 
 std::string describe(const Case& c) {
@@ -42,17 +58,125 @@ std::string describe(const Case& c) {
          std::to_string(c.n_kv_heads) + " hd " + std::to_string(c.head_dim) + " causal " +
          std::to_string(c.causal) + " window " + std::to_string(c.window) + " mask " +
          std::to_string(c.mask) + " heads [" + std::to_string(c.head_begin) + ", " +
-         std::to_string(c.head_end) + ")";
+         std::to_string(c.head_end) + ") ids " + std::to_string(static_cast<int>(c.ids)) +
+         " max_row " + std::to_string(c.max_row) + " pad " + std::to_string(c.pad) + " n_seq " +
+         std::to_string(c.n_seq) + " shared_kv " + std::to_string(c.shared_kv);
 }
 
 // The buffers of one case: q / out rows padded, K and V in a cache with spare columns and rows.
 struct Buffers {
   AttentionArgs a;
   std::vector<float> q, kc, vc, out;
-  std::vector<int32_t> mask;
+  std::vector<int32_t> mask, q_pos, k_pos, q_seq, k_seq;
   float vmax = 0;
   double smax = 0;  // scale * max |q row of a head| * max |k row of a kv head|
 };
+
+// Fills q_pos / k_pos / q_seq / k_seq of `c.ids` (rows padded by 1 or 3 entries).
+void make_ids(const Case& c, int64_t k_batches, std::mt19937& rng, Buffers& B) {
+  AttentionArgs& a = B.a;
+  if (c.ids == Case::Ids::kNone) return;
+  const int64_t qs = c.q_len + 1, ks = a.kv_len + 3;
+  B.q_pos.assign(static_cast<size_t>(c.batch * qs), 0);
+  B.k_pos.assign(static_cast<size_t>(k_batches * ks), 0);
+  std::uniform_int_distribution<int32_t> any(INT32_MIN, INT32_MAX);
+  auto unif = [&](int64_t lo, int64_t hi) {  // inclusive
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const bool seq = c.ids == Case::Ids::kPacked || c.ids == Case::Ids::kCells;
+  if (seq) {
+    B.q_seq.assign(B.q_pos.size(), 0);
+    B.k_seq.assign(B.k_pos.size(), 0);
+  }
+  auto qp = [&](int64_t b, int64_t i) -> int32_t& {
+    return B.q_pos[static_cast<size_t>(b * qs + i)];
+  };
+  auto kp = [&](int64_t b, int64_t j) -> int32_t& {
+    return B.k_pos[static_cast<size_t>(b * ks + j)];
+  };
+  auto qq = [&](int64_t b, int64_t i) -> int32_t& {
+    return B.q_seq[static_cast<size_t>(b * qs + i)];
+  };
+  auto kq = [&](int64_t b, int64_t j) -> int32_t& {
+    return B.k_seq[static_cast<size_t>(b * ks + j)];
+  };
+  for (int64_t b = 0; b < c.batch; ++b) {
+    const int64_t kb = c.shared_kv ? 0 : b;
+    const bool keys = !c.shared_kv || b == 0;  // shared keys are made once
+    switch (c.ids) {
+      case Case::Ids::kNone:
+        break;
+      case Case::Ids::kPos:
+        for (int64_t j = 0; keys && j < a.kv_len; ++j)
+          kp(kb, j) = static_cast<int32_t>(unif(0, 2 * a.kv_len));
+        for (int64_t i = 0; i < c.q_len; ++i)
+          qp(b, i) = static_cast<int32_t>(unif(0, 2 * a.kv_len));
+        break;
+      case Case::Ids::kExtreme:
+        for (int64_t j = 0; keys && j < a.kv_len; ++j)
+          kp(kb, j) = j % 3 == 0 ? any(rng)
+                                 : (j % 3 == 1 ? INT32_MAX - static_cast<int32_t>(j)
+                                               : INT32_MIN + static_cast<int32_t>(j));
+        for (int64_t i = 0; i < c.q_len; ++i)
+          qp(b, i) = i % 2 == 0 ? any(rng)
+                                : (i % 4 == 1 ? INT32_MAX - static_cast<int32_t>(i)
+                                              : INT32_MIN + static_cast<int32_t>(i));
+        break;
+      case Case::Ids::kPacked: {
+        // Self-attention over packed rows: the same ids for queries and keys.
+        int64_t t = 0;
+        for (int32_t row = 0; t < c.q_len; ++row) {
+          const int64_t len = std::min(c.q_len - t, unif(1, c.max_row));
+          for (int64_t i = 0; i < len; ++i, ++t) {
+            const bool padding = t >= c.q_len - c.pad;
+            qp(b, t) = static_cast<int32_t>(i);
+            qq(b, t) = padding ? -1 : row;
+            if (keys) {
+              kp(kb, t) = qp(b, t);
+              kq(kb, t) = qq(b, t);
+            }
+          }
+        }
+        break;
+      }
+      case Case::Ids::kCells: {
+        std::vector<int32_t> next(static_cast<size_t>(c.n_seq), 0);
+        if (keys) {
+          for (int64_t j = 0; j < a.kv_len;) {
+            // A run of cells of one sequence (or empty), so tiles are sometimes uniform.
+            const int64_t run = unif(1, 40);
+            const int32_t s = unif(0, 4) == 0 ? -1 : static_cast<int32_t>(unif(0, c.n_seq - 1));
+            for (int64_t r = 0; r < run && j < a.kv_len; ++r, ++j) {
+              kq(kb, j) = s;
+              kp(kb, j) = s < 0 ? any(rng) : next[static_cast<size_t>(s)]++;
+            }
+          }
+        } else {
+          for (int64_t j = 0; j < a.kv_len; ++j)
+            if (kq(0, j) >= 0)
+              next[static_cast<size_t>(kq(0, j))] =
+                  std::max(next[static_cast<size_t>(kq(0, j))], kp(0, j) + 1);
+        }
+        for (int64_t i = 0; i < c.q_len; ++i) {
+          const int32_t s = unif(0, 9) == 0 ? -1 : static_cast<int32_t>(unif(0, c.n_seq - 1));
+          qq(b, i) = s;
+          qp(b, i) = static_cast<int32_t>(unif(0, s < 0 ? 5 : next[static_cast<size_t>(s)]));
+        }
+        break;
+      }
+    }
+  }
+  a.q_pos = B.q_pos.data();
+  a.k_pos = B.k_pos.data();
+  a.q_pos_batch_stride = qs;
+  a.k_pos_batch_stride = c.shared_kv ? 0 : ks;
+  if (seq) {
+    a.q_seq = B.q_seq.data();
+    a.k_seq = B.k_seq.data();
+    a.q_seq_batch_stride = qs;
+    a.k_seq_batch_stride = c.shared_kv ? 0 : ks;
+  }
+}
 
 Buffers make(const Case& c, std::mt19937& rng) {
   Buffers B;
@@ -71,19 +195,20 @@ Buffers make(const Case& c, std::mt19937& rng) {
   a.q_batch_stride = c.q_len * a.q_row_stride + 1;
   a.k_row_stride = 2 * c.n_kv_heads * hd + 5;  // K and V interleaved per cache row
   a.v_row_stride = a.k_row_stride;
-  a.k_batch_stride = a.v_batch_stride = cap * a.k_row_stride;
+  a.k_batch_stride = a.v_batch_stride = c.shared_kv ? 0 : cap * a.k_row_stride;
+  const int64_t k_batches = c.shared_kv ? 1 : c.batch;
   a.out_row_stride = c.n_heads * hd + 5;
   a.out_batch_stride = c.q_len * a.out_row_stride + 2;
   std::normal_distribution<float> nd(0.0f, 1.0f);
   B.q.resize(static_cast<size_t>(c.batch * a.q_batch_stride));
   for (float& x : B.q) x = nd(rng);
   // One cache buffer: K at column 0, V at column n_kv_heads * hd; rows >= kv_len are NaN.
-  B.kc.resize(static_cast<size_t>(c.batch * a.k_batch_stride), NAN);
-  for (int64_t b = 0; b < c.batch; ++b)
+  B.kc.resize(static_cast<size_t>(k_batches * cap * a.k_row_stride), NAN);
+  for (int64_t b = 0; b < k_batches; ++b)
     for (int64_t j = 0; j < kv_len; ++j)
       for (int64_t col = 0; col < 2 * c.n_kv_heads * hd; ++col) {
         const float x = nd(rng);
-        B.kc[static_cast<size_t>(b * a.k_batch_stride + j * a.k_row_stride + col)] = x;
+        B.kc[static_cast<size_t>(b * cap * a.k_row_stride + j * a.k_row_stride + col)] = x;
         if (col >= c.n_kv_heads * hd) B.vmax = std::max(B.vmax, std::fabs(x));
       }
   double qn = 0, kn = 0;
@@ -114,18 +239,19 @@ Buffers make(const Case& c, std::mt19937& rng) {
   a.k = B.kc.data();
   a.v = B.kc.data() + c.n_kv_heads * hd;
   if (c.mask != 0) {
-    a.mask_batch_stride = kv_len + 2;
-    B.mask.assign(static_cast<size_t>(c.batch * a.mask_batch_stride), 1);
+    a.mask_batch_stride = c.shared_kv ? 0 : kv_len + 2;
+    B.mask.assign(static_cast<size_t>(k_batches * (kv_len + 2)), 1);
     std::bernoulli_distribution hide(0.3);
-    for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t b = 0; b < k_batches; ++b)
       for (int64_t j = 0; j < kv_len; ++j) {
-        int32_t& m = B.mask[static_cast<size_t>(b * a.mask_batch_stride + j)];
+        int32_t& m = B.mask[static_cast<size_t>(b * (kv_len + 2) + j)];
         if (c.mask == 1) m = hide(rng) ? 0 : 1;
         if (c.mask == 2 && b == 1) m = 0;
         if (c.mask == 3 && j == 0) m = 0;
       }
     a.key_mask = B.mask.data();
   }
+  make_ids(c, k_batches, rng, B);
   B.out.assign(static_cast<size_t>(c.batch * a.out_batch_stride), 777.0f);
   a.out = B.out.data();
   return B;
@@ -336,6 +462,157 @@ TEST_CASE("attention: randomized shapes") {
     c.causal = pick(rng) % 2 == 0;
     c.window = pick(rng) % 3 == 0 ? pick(rng) % 40 : -1;
     c.mask = pick(rng) % 4;
+    c.head_begin = pick(rng) % c.n_heads;
+    c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
+    c.scale_mul = pick(rng) % 2 == 0 ? 1.0f : 3.0f;
+    check_case(c, rng);
+  }
+}
+
+// ---- positions and sequence ids ----------------------------------------------------------------
+
+TEST_CASE("reference attention: positions and sequence ids, known values") {
+  std::mt19937 rng(21);
+  // Two packed rows of 2 tokens, bidirectional: each query averages its own row's values when
+  // q = 0 (equal scores); an empty cell (seq -1) and another row's keys never contribute.
+  Case c;
+  c.q_len = 4;
+  c.head_dim = 2;
+  Buffers B = make(c, rng);
+  B.q.assign(B.q.size(), 0.0f);
+  B.q_pos = {0, 1, 0, 1, 0};
+  B.k_pos = {0, 1, 0, 1, 0, 0, 0};
+  B.q_seq = {3, 3, 5, 5, 0};
+  B.k_seq = {3, 3, 5, -1, 0, 0, 0};  // key 3 is an empty cell
+  B.a.q_pos = B.q_pos.data();
+  B.a.k_pos = B.k_pos.data();
+  B.a.q_seq = B.q_seq.data();
+  B.a.k_seq = B.k_seq.data();
+  const std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
+  const int64_t vs = B.a.v_row_stride, os = B.a.out_row_stride;
+  for (int d = 0; d < 2; ++d) {
+    const double row0 = 0.5 * (B.a.v[d] + B.a.v[vs + d]);
+    CHECK(o[static_cast<size_t>(d)] == doctest::Approx(row0));
+    CHECK(o[static_cast<size_t>(os + d)] == doctest::Approx(row0));
+    CHECK(o[static_cast<size_t>(2 * os + d)] == doctest::Approx(B.a.v[2 * vs + d]));
+    CHECK(o[static_cast<size_t>(3 * os + d)] == doctest::Approx(B.a.v[2 * vs + d]));
+  }
+  // Causal by positions: query 1 (position 1) of row 0 sees keys at positions 0 and 1, query 0
+  // only key 0, whatever the cell order.
+  B.a.causal = true;
+  B.k_pos[0] = 1;
+  B.k_pos[1] = 0;
+  const std::vector<float> oc = run(kernel_table_ref(), B, 0, 1, nullptr);
+  for (int d = 0; d < 2; ++d) CHECK(oc[static_cast<size_t>(d)] == doctest::Approx(B.a.v[vs + d]));
+  // A query whose sequence has no live key outputs zeros.
+  B.q_seq[2] = 7;
+  const std::vector<float> oz = run(kernel_table_ref(), B, 0, 1, nullptr);
+  for (int d = 0; d < 2; ++d) CHECK(oz[static_cast<size_t>(2 * os + d)] == 0.0f);
+}
+
+TEST_CASE("attention: packed rows") {
+  std::mt19937 rng(22);
+  for (int32_t hd : {64, 24}) {
+    for (int mode = 0; mode < 6; ++mode) {
+      Case c;
+      c.ids = Case::Ids::kPacked;
+      c.q_len = mode < 3 ? 200 : 77;
+      c.max_row = mode % 3 == 0 ? 64 : (mode % 3 == 1 ? 9 : 150);
+      c.n_heads = 4;
+      c.n_kv_heads = mode % 2 == 0 ? 4 : 1;
+      c.head_dim = hd;
+      c.causal = mode % 2 == 1;
+      c.window = mode == 2 || mode == 5 ? 6 : -1;
+      c.pad = mode >= 3 ? 5 : 0;
+      c.mask = mode == 4 ? 1 : 0;
+      check_case(c, rng);
+    }
+  }
+  Case two;  // two batch entries of packed rows, a head sub-range
+  two.ids = Case::Ids::kPacked;
+  two.batch = 2;
+  two.q_len = 130;
+  two.max_row = 40;
+  two.n_heads = 6;
+  two.n_kv_heads = 2;
+  two.head_dim = 64;
+  two.head_begin = 1;
+  two.head_end = 5;
+  check_case(two, rng);
+}
+
+TEST_CASE("attention: decode and prefill over KV cache cells") {
+  std::mt19937 rng(23);
+  for (int32_t hd : {64, 128, 40}) {
+    for (int64_t q_len : {1, 2, 3, 9}) {
+      Case c;
+      c.ids = Case::Ids::kCells;
+      c.q_len = q_len;
+      c.past = 300 - q_len;  // 300 cells
+      c.n_heads = 8;
+      c.n_kv_heads = 2;
+      c.head_dim = hd;
+      c.causal = true;
+      c.n_seq = q_len == 1 ? 1 : 3;
+      check_case(c, rng);
+      c.window = 17;
+      c.mask = 1;
+      check_case(c, rng);
+      c.batch = 2;  // two batch rows reading one cache
+      c.shared_kv = true;
+      c.window = -1;
+      c.mask = 0;
+      check_case(c, rng);
+    }
+  }
+}
+
+TEST_CASE("attention: positions without sequence ids, and at the ends of int32") {
+  std::mt19937 rng(24);
+  for (int64_t q_len : {1, 3, 40}) {
+    Case c;
+    c.ids = Case::Ids::kPos;
+    c.q_len = q_len;
+    c.past = 90;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.head_dim = 64;
+    check_case(c, rng);
+    c.causal = true;
+    check_case(c, rng);
+    c.window = 30;
+    check_case(c, rng);
+    c.ids = Case::Ids::kExtreme;
+    for (int64_t w : {int64_t{-1}, int64_t{0}, int64_t{1000}, int64_t{INT32_MAX}}) {
+      c.window = w;
+      check_case(c, rng);
+    }
+  }
+}
+
+TEST_CASE("attention: randomized positions, packed rows and cells") {
+  std::mt19937 rng(25);
+  std::uniform_int_distribution<int> pick(0, 1 << 20);
+  const int32_t hds[] = {8, 17, 24, 64, 128};
+  const int32_t ratios[] = {1, 2, 4};
+  const int64_t qlens[] = {1, 2, 3, 17, 33, 65, 100};
+  for (int iter = 0; iter < 40; ++iter) {
+    Case c;
+    c.ids = static_cast<Case::Ids>(1 + pick(rng) % 4);
+    c.head_dim = hds[pick(rng) % 5];
+    const int32_t ratio = ratios[pick(rng) % 3];
+    c.n_kv_heads = 1 + pick(rng) % 3;
+    c.n_heads = c.n_kv_heads * ratio;
+    c.q_len = qlens[pick(rng) % 7];
+    c.past = c.ids == Case::Ids::kPacked ? 0 : pick(rng) % 200;
+    c.batch = 1 + pick(rng) % 2;
+    c.shared_kv = c.ids != Case::Ids::kPacked && pick(rng) % 2 == 0;
+    c.causal = pick(rng) % 2 == 0;
+    c.window = pick(rng) % 3 == 0 ? pick(rng) % 40 : -1;
+    c.mask = pick(rng) % 3 == 0 ? 1 : 0;
+    c.max_row = 1 + pick(rng) % 70;
+    c.pad = pick(rng) % 3 == 0 ? pick(rng) % (c.q_len + 1) : 0;
+    c.n_seq = 1 + pick(rng) % 4;
     c.head_begin = pick(rng) % c.n_heads;
     c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
     c.scale_mul = pick(rng) % 2 == 0 ? 1.0f : 3.0f;
