@@ -110,17 +110,18 @@ std::vector<ValueId> GraphBuilder::node(Op op, const std::vector<ValueId>& input
   n.attrs = attrs;
   const NodeId id = static_cast<NodeId>(graph_.nodes.size());
   n.name = name.empty() ? std::string(op_name(op)) + "_" + std::to_string(id) : name;
-  // Absent optional inputs are trailing: a kNoValue followed by a real input would shift that
-  // input into the wrong slot.
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] != kNoValue) {
-      if (n.inputs.size() != i) {
-        fail(status_error(StatusCode::kInvalidArgument, "node %u '%s' (%s): input %zu is missing",
-                          id, n.name.c_str(), op_name(op), n.inputs.size()));
-        return {};
-      }
-      n.inputs.push_back(inputs[i]);
+  // Every input keeps its slot: trailing absent inputs are dropped, an absent optional input
+  // before a present one stays a kNoValue hole; a required slot must be present.
+  size_t n_in = inputs.size();
+  while (n_in > 0 && inputs[n_in - 1] == kNoValue) --n_in;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (inputs[i] == kNoValue && i < static_cast<size_t>(op_info(op).min_inputs)) {
+      fail(status_error(StatusCode::kInvalidArgument,
+                        "node %u '%s' (%s): input %zu is missing (it is required)", id,
+                        n.name.c_str(), op_name(op), i));
+      return {};
     }
+    n.inputs.push_back(inputs[i]);
   }
   const int n_out =
       op_info(op).n_outputs >= 0 ? op_info(op).n_outputs : static_cast<int>(attrs.sizes.size());
@@ -202,6 +203,12 @@ ValueId GraphBuilder::rope(ValueId x, ValueId positions, int32_t head_dim, float
 ValueId GraphBuilder::attention(ValueId q, ValueId k, ValueId v, ValueId key_mask,
                                 const Attrs& attrs, const std::string& name) {
   return node1(Op::kAttention, {q, k, v, key_mask}, attrs, name);
+}
+ValueId GraphBuilder::attention(ValueId q, ValueId k, ValueId v, ValueId key_mask,
+                                const AttentionIds& ids, const Attrs& attrs,
+                                const std::string& name) {
+  return node1(Op::kAttention, {q, k, v, key_mask, ids.q_pos, ids.k_pos, ids.q_seq, ids.k_seq},
+               attrs, name);
 }
 ValueId GraphBuilder::gelu(ValueId x, ActKind act, const std::string& name) {
   Attrs a;

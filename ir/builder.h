@@ -36,8 +36,9 @@ class GraphBuilder {
                  uint64_t nbytes, Quant quant = {});
 
   // A node with the given inputs and attributes; returns its outputs (named `name`, or
-  // "<op>_<node>" / "<name>.<i>" for several). An absent optional input is kNoValue; absent inputs
-  // must be trailing (kInvalidArgument when a real input follows one).
+  // "<op>_<node>" / "<name>.<i>" for several). An absent optional input is kNoValue: trailing ones
+  // are dropped, one before a present input stays a hole (Node::inputs); a required input
+  // (slot < the op's min_inputs) that is kNoValue is kInvalidArgument.
   std::vector<ValueId> node(Op op, const std::vector<ValueId>& inputs, const Attrs& attrs = {},
                             const std::string& name = "");
   // A single-output node; kInvalidArgument when `op` (with `attrs.sizes`) has another output count.
@@ -58,6 +59,14 @@ class GraphBuilder {
   // attrs: n_heads, n_kv_heads, head_dim, scale, mask, window.
   ValueId attention(ValueId q, ValueId k, ValueId v, ValueId key_mask, const Attrs& attrs,
                     const std::string& name = "");
+  // Attention with per-token positions and / or sequence ids (ir/ops.inc; each pair all kNoValue
+  // or all present); key_mask may be kNoValue.
+  struct AttentionIds {
+    ValueId q_pos = kNoValue, k_pos = kNoValue;  // i32 [B, S], [Bk, T]
+    ValueId q_seq = kNoValue, k_seq = kNoValue;  // i32 [B, S], [Bk, T]
+  };
+  ValueId attention(ValueId q, ValueId k, ValueId v, ValueId key_mask, const AttentionIds& ids,
+                    const Attrs& attrs, const std::string& name = "");
   ValueId gelu(ValueId x, ActKind act = ActKind::kGeluErf, const std::string& name = "");
   ValueId silu(ValueId x, const std::string& name = "");
   ValueId relu(ValueId x, const std::string& name = "");

@@ -3,7 +3,8 @@
 //
 // Invariants (checked by graph_verify, which the loader and GraphBuilder::finish run):
 //  - every node input is a graph input, a weight, or an output of an EARLIER node ("defined before
-//    use"); hence `nodes` is a topological order and the graph is acyclic;
+//    use"); hence `nodes` is a topological order and the graph is acyclic; absent optional inputs
+//    are omitted at the end and kNoValue before a present input (see Node::inputs);
 //  - each activation has exactly one producer; each value's shape and dtype are what shape
 //    inference derives from its producer;
 //  - quantization parameters fit the dtype; weight byte sizes match shape x dtype.
@@ -95,9 +96,15 @@ struct Value {
 struct Node {
   Op op = Op::kAdd;
   std::string name;
-  std::vector<ValueId> inputs;  // optional inputs are trailing and simply absent
+  // One entry per input slot of ir/ops.inc. Slots below the op's min_inputs are always present.
+  // Absent optional inputs at the end are omitted; an absent optional input followed by a present
+  // one is kNoValue (a "hole"), so every input keeps its slot. The last entry is never kNoValue.
+  std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   Attrs attrs;
+
+  // Input slot `i`, or kNoValue when it is absent (omitted or a hole).
+  ValueId input(size_t i) const { return i < inputs.size() ? inputs[i] : kNoValue; }
 };
 
 // ---- metadata --------------------------------------------------------------------------------

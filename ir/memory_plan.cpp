@@ -37,7 +37,8 @@ MemoryPlan memory_plan(const Graph& g, const std::vector<uint64_t>& bytes, uint6
   }
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (ValueId in : g.nodes[n].inputs)
-      if (p.size[in] != 0) p.last[in] = std::max<NodeId>(p.last[in], static_cast<NodeId>(n));
+      if (in != kNoValue && p.size[in] != 0)
+        p.last[in] = std::max<NodeId>(p.last[in], static_cast<NodeId>(n));
 
   std::sort(planned.begin(), planned.end(), [&](ValueId a, ValueId b) {
     if (p.size[a] != p.size[b]) return p.size[a] > p.size[b];

@@ -1,6 +1,6 @@
 // The `.laya` model file: writer and memory-mapped loader.
 //
-// ---- Layout (format 1.0) -----------------------------------------------------------------------
+// ---- Layout (format 1.x) -----------------------------------------------------------------------
 //
 //   offset 0   u32 fb_size            little endian; the FlatBuffers size prefix
 //   offset 4   u32 root offset        } a size-prefixed FlatBuffer of `fb_size` bytes with file
@@ -57,7 +57,8 @@
 //              offset % 64 != 0                                            kFileMisaligned
 //   a non-weight value with a data extent                                  kFileCorrupt
 //   per node: op not in ir/ops.inc                                         kGraphUnknownOp
-//              input id >= value count                                     kGraphUndefinedValue
+//              input id >= value count (0xffffffff = kNoValue, an absent
+//              optional input, is checked by graph_verify)                 kGraphUndefinedValue
 //              output id >= value count, output not an activation, or an
 //              activation written by two nodes                             kGraphInvalid
 //              misaligned `sizes` vector                                   kFileCorrupt
@@ -84,11 +85,15 @@
 namespace laya::ir {
 
 inline constexpr uint16_t kModelFormatMajor = 1;
-inline constexpr uint16_t kModelFormatMinor = 0;
+// Minor versions (a loader reads every minor of its major; an older loader rejects what it does
+// not know with a graph error):
+//   1.0  the first format
+//   1.1  attention takes q_pos, k_pos, q_seq, k_seq (inputs 4..7); node inputs may hold kNoValue
+inline constexpr uint16_t kModelFormatMinor = 1;
 // Alignment of the weight section and of every byte range in it.
 inline constexpr uint64_t kModelAlignment = 64;
 
-// Writes `g` to `path` in format 1.0. Runs graph_verify first and writes nothing for an invalid
+// Writes `g` to `path` in the current format (kModelFormatMajor.kModelFormatMinor). Runs graph_verify first and writes nothing for an invalid
 // graph (returning its error). The bytes go to "<path>.tmp", which is fsync'ed and then renamed
 // over `path`, so `path` is either untouched or complete; on any failure the tmp file is removed.
 // Weight bytes are streamed from `g` to the file (no second copy in memory). I/O failures return

@@ -327,7 +327,7 @@ Status Parser::nodes() {
     n.op = static_cast<Op>(op);
     if (fn.inputs()) {
       for (uint32_t id : *fn.inputs()) {
-        if (id >= nv)
+        if (id >= nv && id != kNoValue)  // kNoValue: an absent optional input (graph_verify)
           return status_error(StatusCode::kGraphUndefinedValue,
                               "node %u '%s' reads value id %u, which does not exist (%u values)", i,
                               n.name.c_str(), id, nv);

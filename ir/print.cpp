@@ -15,6 +15,7 @@ std::string fmt(const char* f, double v) {
 }
 
 std::string value_ref(const Graph& g, ValueId id) {
+  if (id == kNoValue) return "-";  // an absent optional input
   return "%" + std::to_string(id) + " " + g.values[id].name;
 }
 

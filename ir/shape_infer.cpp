@@ -17,7 +17,7 @@ struct Ctx {
                         what.c_str());
   }
   const Value& in(size_t i) const { return g.values[n.inputs[i]]; }
-  bool has(size_t i) const { return n.inputs.size() > i; }
+  bool has(size_t i) const { return n.input(i) != kNoValue; }
   std::string shp(const Shape& s) const { return shape_to_string(s, g.symbols); }
   std::string dim(const Dim& d) const { return dim_to_string(d, g.symbols); }
 
@@ -101,10 +101,17 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
         StatusCode::kGraphInvalid,
         std::to_string(n_in) + " inputs, expected " + std::to_string(info.min_inputs) +
             (info.min_inputs == info.max_inputs ? "" : ".." + std::to_string(info.max_inputs)));
-  for (ValueId v : n.inputs)
-    if (v >= g.values.size())
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ValueId v = n.inputs[i];
+    if (v == kNoValue && static_cast<int>(i) < info.min_inputs)
+      return c.err(StatusCode::kGraphUndefinedValue,
+                   "input " + std::to_string(i) + " is required but absent");
+    if (v == kNoValue && i + 1 == n.inputs.size())
+      return c.err(StatusCode::kGraphInvalid, "the last input is absent (omit it instead)");
+    if (v != kNoValue && v >= g.values.size())
       return c.err(StatusCode::kGraphUndefinedValue,
                    "input value id " + std::to_string(v) + " does not exist");
+  }
   const size_t n_out =
       info.n_outputs >= 0 ? static_cast<size_t>(info.n_outputs) : n.attrs.sizes.size();
   if (n.outputs.size() != n_out)
@@ -164,6 +171,7 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       for (size_t i = 1; i < n.inputs.size(); ++i) {
+        if (!c.has(i)) continue;
         const char* role = i == 1 ? "gamma" : "beta";
         LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::kF32, role));
         LAYA_RETURN_IF_ERROR(c.want_rank(i, 1, 1, role));
@@ -217,17 +225,37 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       LAYA_RETURN_IF_ERROR(c.want_eq(k.dims[2], Dim::fixed(int64_t{a.n_kv_heads} * a.head_dim),
                                      "k width vs n_kv_heads * head_dim"));
       LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[2], k.dims[2], "v width vs k width"));
-      LAYA_RETURN_IF_ERROR(c.want_eq(k.dims[0], q.dims[0], "k batch vs q batch"));
-      LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[0], q.dims[0], "v batch vs q batch"));
+      // Keys are per batch row, or one set shared by every row (a fixed batch of 1).
+      if (!(k.dims[0] == Dim::fixed(1)))
+        LAYA_RETURN_IF_ERROR(c.want_eq(k.dims[0], q.dims[0], "k batch vs q batch"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[0], k.dims[0], "v batch vs k batch"));
       LAYA_RETURN_IF_ERROR(c.want_eq(v.dims[1], k.dims[1], "v length vs k length"));
-      if (c.has(3)) {
-        LAYA_RETURN_IF_ERROR(c.want_dtype(3, DType::kI32, "key_mask"));
-        LAYA_RETURN_IF_ERROR(c.want_rank(3, 2, 2, "key_mask"));
-        LAYA_RETURN_IF_ERROR(
-            c.want_eq(c.in(3).shape.dims[0], q.dims[0], "key_mask batch vs q batch"));
-        LAYA_RETURN_IF_ERROR(
-            c.want_eq(c.in(3).shape.dims[1], k.dims[1], "key_mask length vs k length"));
+      // key_mask, q_pos, k_pos, q_seq, k_seq: i32 [B, S] on the query side, [Bk, T] on the key
+      // side.
+      static const char* const kRoles[] = {"key_mask", "q_pos", "k_pos", "q_seq", "k_seq"};
+      for (size_t i = 3; i < 8; ++i) {
+        if (!c.has(i)) continue;
+        const char* role = kRoles[i - 3];
+        const bool query_side = i == 4 || i == 6;
+        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::kI32, role));
+        LAYA_RETURN_IF_ERROR(c.want_rank(i, 2, 2, role));
+        const Shape& m = c.in(i).shape;
+        if (query_side) {
+          LAYA_RETURN_IF_ERROR(
+              c.want_eq(m.dims[0], q.dims[0], std::string(role) + " batch vs q batch"));
+          LAYA_RETURN_IF_ERROR(
+              c.want_eq(m.dims[1], q.dims[1], std::string(role) + " length vs q length"));
+        } else {
+          LAYA_RETURN_IF_ERROR(
+              c.want_eq(m.dims[0], k.dims[0], std::string(role) + " batch vs k batch"));
+          LAYA_RETURN_IF_ERROR(
+              c.want_eq(m.dims[1], k.dims[1], std::string(role) + " length vs k length"));
+        }
       }
+      if (c.has(4) != c.has(5))
+        return c.err(StatusCode::kGraphInvalid, "q_pos and k_pos come as a pair");
+      if (c.has(6) != c.has(7))
+        return c.err(StatusCode::kGraphInvalid, "q_seq and k_seq come as a pair");
       if (!enum_is_valid(a.mask))
         return c.err(StatusCode::kGraphBadAttribute,
                      "mask " + std::to_string(static_cast<int32_t>(a.mask)));

@@ -215,6 +215,7 @@ Status graph_verify(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     for (ValueId in : n.inputs) {
+      if (in == kNoValue) continue;  // an absent optional input; infer_node checks its slot
       if (in >= nv)
         return status_error(StatusCode::kGraphUndefinedValue,
                             "node %zu '%s' reads value id %u, which does not exist", i,

@@ -72,7 +72,8 @@ bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
 struct Step {
   ir::Op op = ir::Op::kAdd;
   ir::NodeId id = 0;
-  ir::ValueId in[4] = {ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue};
+  ir::ValueId in[8] = {ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue,
+                       ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue};  // absent: kNoValue
   ir::ValueId out = ir::kNoValue;
   std::vector<ir::ValueId> outs;  // split
   ir::Attrs attrs;
@@ -166,13 +167,15 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
   const int n_in = static_cast<int>(n.inputs.size());
   if (n_in < info.min_inputs || n_in > info.max_inputs) return unsupported(n, "bad input count");
   for (ir::ValueId v : n.inputs)
-    if (v >= g.values.size()) return unsupported(n, "input value out of range");
+    if (v != ir::kNoValue && v >= g.values.size())
+      return unsupported(n, "input value out of range");
   auto dtype_is = [&](int i, ir::DType d) { return g.values[n.inputs[i]].dtype == d; };
   // Every op reads f32 data except the index inputs listed here.
   auto want_f32 = [&](int first) -> Status {
     for (int i = first; i < n_in; ++i) {
+      if (n.inputs[i] == ir::kNoValue) continue;
       const bool index =
-          (n.op == ir::Op::kRope && i == 1) || (n.op == ir::Op::kAttention && i == 3);
+          (n.op == ir::Op::kRope && i == 1) || (n.op == ir::Op::kAttention && i >= 3);
       const ir::DType want = index ? ir::DType::kI32 : ir::DType::kF32;
       if (!dtype_is(i, want))
         return unsupported(n, std::string("input ") + std::to_string(i) + " is " +
@@ -251,7 +254,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
     Step s;
     s.op = n.op;
     s.id = id;
-    for (size_t i = 0; i < n.inputs.size() && i < 4; ++i) s.in[i] = n.inputs[i];
+    for (size_t i = 0; i < n.inputs.size() && i < 8; ++i) s.in[i] = n.inputs[i];
     s.out = n.outputs.empty() ? ir::kNoValue : n.outputs[0];
     if (n.op == ir::Op::kSplit) s.outs = n.outputs;
     s.attrs = n.attrs;
@@ -384,14 +387,17 @@ void CpuBackend::set_args(Step& s, const TensorBinding* v) const {
       const ir::Extents &q = x, &k = v[s.in[1]].extents;
       kernels::AttentionArgs& a = s.att;
       const int64_t qw = q.d[2], kw = k.d[2];
+      // Keys shared by every batch row (k batch 1) are read with a batch stride of 0.
+      const int64_t kb = k.d[0] == q.d[0] ? 1 : 0;
       a.batch = q.d[0];
       a.q_len = q.d[1];
       a.kv_len = k.d[1];
       a.q_row_stride = qw;
       a.q_batch_stride = q.d[1] * qw;
       a.k_row_stride = a.v_row_stride = kw;
-      a.k_batch_stride = a.v_batch_stride = k.d[1] * kw;
-      a.mask_batch_stride = k.d[1];
+      a.k_batch_stride = a.v_batch_stride = kb * k.d[1] * kw;
+      a.mask_batch_stride = a.k_pos_batch_stride = a.k_seq_batch_stride = kb * k.d[1];
+      a.q_pos_batch_stride = a.q_seq_batch_stride = q.d[1];
       a.out_row_stride = qw;
       a.out_batch_stride = q.d[1] * qw;
       a.n_heads = s.attrs.n_heads;
@@ -432,6 +438,7 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
   auto f32 = [&](ir::ValueId id) { return static_cast<float*>(v[id].data); };
   auto i32 = [&](ir::ValueId id) { return static_cast<int32_t*>(v[id].data); };
   auto opt = [&](ir::ValueId id) { return id == ir::kNoValue ? nullptr : f32(id); };
+  auto opt_i32 = [&](ir::ValueId id) { return id == ir::kNoValue ? nullptr : i32(id); };
   switch (s.op) {
     case ir::Op::kEmbedding: {
       const float* scales =
@@ -478,7 +485,11 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
       a.q = f32(s.in[0]);
       a.k = f32(s.in[1]);
       a.v = f32(s.in[2]);
-      a.key_mask = s.in[3] == ir::kNoValue ? nullptr : i32(s.in[3]);
+      a.key_mask = opt_i32(s.in[3]);
+      a.q_pos = opt_i32(s.in[4]);
+      a.k_pos = opt_i32(s.in[5]);
+      a.q_seq = opt_i32(s.in[6]);
+      a.k_seq = opt_i32(s.in[7]);
       a.out = f32(s.out);
       table_.attention(a, 0, a.n_heads, ctx.scratch, pool);
       return Status::ok();

@@ -313,6 +313,18 @@ TEST_CASE("graph_print: symbols, inputs with roles, weights, nodes, outputs") {
                  "{n_heads=4, n_kv_heads=2, head_dim=8, mask=causal} -> f32 [batch, seq, 32]"));
   CHECK(contains(node_line(g, "attn"), "= attention(%"));
   CHECK(contains(node_line(g, "attn"), ", %2 mask)"));
+  {  // An absent optional input before a present one prints as "-".
+    GraphBuilder b;
+    const ValueId x = b.input("x", DType::kF32, Shape::fixed({1, 4, 8}));
+    const ValueId p = b.input("p", DType::kI32, Shape::fixed({1, 4}));
+    Attrs a;
+    a.n_heads = a.n_kv_heads = 1;
+    a.head_dim = 8;
+    b.output(b.attention(x, x, x, kNoValue, {p, p}, a, "attn_pos"), "y");
+    Result<Graph> g2 = std::move(b).finish();
+    REQUIRE(g2.is_ok());
+    CHECK(contains(node_line(*g2, "attn_pos"), "= attention(%0 x, %0 x, %0 x, -, %1 p, %1 p)"));
+  }
   CHECK(contains(node_line(g, "swiglu"), "= glu("));
   CHECK(contains(node_line(g, "swiglu"), "{act=silu} -> f32 [batch, seq, 64]"));
   CHECK(contains(node_line(g, "gelu"), "{act=gelu_tanh}"));

@@ -205,8 +205,14 @@ Graph make_full_graph() {
   a.mask = MaskKind::kCausal;
   a.window = 8;
   const ValueId att = b.attention(qr, kc, vc, kmask, a, "attn");
-  const ValueId o =
-      b.matmul(att, add_weight(b, "wo", DType::kBF16, Shape::fixed({d, d})), kNoValue, "o_proj");
+  // Positions and sequence ids without a key mask (a hole in input slot 3).
+  const ValueId kpos = b.input("k_pos", DType::kI32, Shape::of({B, T}));
+  const ValueId qseq = b.input("q_seq", DType::kI32, Shape::of({B, S}));
+  const ValueId kseq = b.input("k_seq", DType::kI32, Shape::of({B, T}));
+  const ValueId att_ids = b.attention(qr, kc, vc, kNoValue, {pos, kpos, qseq, kseq}, a, "attn_ids");
+  const ValueId att_sum = b.add(att, att_ids, "attn_sum");
+  const ValueId o = b.matmul(att_sum, add_weight(b, "wo", DType::kBF16, Shape::fixed({d, d})),
+                             kNoValue, "o_proj");
   const ValueId r1 = b.add(o, x, "resid");
   const ValueId up =
       b.matmul(r1, add_weight(b, "w_up", DType::kI8, Shape::fixed({2 * d, d}), per_channel(2 * d)),
@@ -405,7 +411,7 @@ TEST_CASE("model file: model_parse points into the caller's buffer") {
   uint32_t fb_size = 0;
   std::memcpy(&fb_size, im.data(), 4);
   CHECK(m->format_major() == 1);
-  CHECK(m->format_minor() == 0);
+  CHECK(m->format_minor() == kModelFormatMinor);
   CHECK(m->weights_offset() % 64 == 0);
   CHECK(m->weights_offset() >= 4 + fb_size);
   CHECK(m->weights_offset() < 4 + fb_size + 64);
@@ -507,7 +513,8 @@ TEST_CASE("model file: malformed files are rejected with a specific code") {
   }
   SUBCASE("newer major version") {
     REQUIRE(mutable_model(im)->mutate_format_major(2));
-    check_error(parse(im), StatusCode::kFileUnsupportedVersion, "2.0");
+    check_error(parse(im), StatusCode::kFileUnsupportedVersion,
+                "2." + std::to_string(kModelFormatMinor));
   }
   SUBCASE("newer major whose tables do not verify is still a version error") {
     REQUIRE(mutable_model(im)->mutate_format_major(3));
@@ -515,11 +522,13 @@ TEST_CASE("model file: malformed files are rejected with a specific code") {
     auto* values = mutable_model(im)->mutable_values();
     const uint32_t huge = 0x3fffffff;
     poke_u32(reinterpret_cast<uint8_t*>(values), huge);
-    check_error(parse(im), StatusCode::kFileUnsupportedVersion, "3.0");
+    check_error(parse(im), StatusCode::kFileUnsupportedVersion,
+                "3." + std::to_string(kModelFormatMinor));
   }
   SUBCASE("major version 0") {
     REQUIRE(mutable_model(im)->mutate_format_major(0));
-    check_error(parse(im), StatusCode::kFileUnsupportedVersion, "0.0");
+    check_error(parse(im), StatusCode::kFileUnsupportedVersion,
+                "0." + std::to_string(kModelFormatMinor));
   }
   SUBCASE("FlatBuffers verifier failure") {
     auto* values = mutable_model(im)->mutable_values();
@@ -605,6 +614,15 @@ TEST_CASE("model file: malformed files are rejected with a specific code") {
   SUBCASE("node reads a value id that does not exist") {
     fb_node(im, "ln")->mutable_inputs()->Mutate(0, 100000);
     check_error(parse(im), StatusCode::kGraphUndefinedValue, "100000");
+  }
+  SUBCASE("absent inputs (0xffffffff) in a required slot or at the end") {
+    fb_node(im, "ln")->mutable_inputs()->Mutate(0, kNoValue);
+    check_error(parse(im), StatusCode::kGraphUndefinedValue,
+                "'ln' (layernorm): input 0 is required");
+    Image im2 = valid;
+    fb_node(im2, "ln")->mutable_inputs()->Mutate(2, kNoValue);  // beta, the last input
+    check_error(parse(im2), StatusCode::kGraphInvalid,
+                "'ln' (layernorm): the last input is absent");
   }
   SUBCASE("node reads a value before it is defined") {
     fb_node(im, "ln")->mutable_inputs()->Mutate(0, value_id(g, "side_out"));

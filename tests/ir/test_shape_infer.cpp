@@ -583,13 +583,17 @@ TEST_CASE("attention errors: widths, batch, lengths, mask, dtypes, ranks, arity"
   }
   SUBCASE("batch") {
     AttnFx f;
-    const ValueId k = f.in("k2", Shape::of({f.F(1), f.T(), f.F(32)}));
+    const ValueId k = f.in("k2", Shape::of({f.F(2), f.T(), f.F(32)}));
     f.b.attention(f.q, k, f.v, f.mask, attn_attrs(8, 2, 16), "bad");
-    CHECK_BAD(f, "attention", StatusCode::kGraphShapeMismatch, "k batch vs q batch: 1 != batch");
+    CHECK_BAD(f, "attention", StatusCode::kGraphShapeMismatch, "k batch vs q batch: 2 != batch");
     AttnFx f2;
     const ValueId v2 = f2.in("v2", Shape::of({f2.F(2), f2.T(), f2.F(32)}));
     f2.b.attention(f2.q, f2.k, v2, kNoValue, attn_attrs(8, 2, 16), "bad");
-    CHECK_BAD(f2, "attention", StatusCode::kGraphShapeMismatch, "v batch vs q batch");
+    CHECK_BAD(f2, "attention", StatusCode::kGraphShapeMismatch, "v batch vs k batch: 2 != batch");
+    AttnFx f3;  // keys shared by every batch row (batch 1), but v per row
+    const ValueId k3 = f3.in("k3", Shape::of({f3.F(1), f3.T(), f3.F(32)}));
+    f3.b.attention(f3.q, k3, f3.v, kNoValue, attn_attrs(8, 2, 16), "bad");
+    CHECK_BAD(f3, "attention", StatusCode::kGraphShapeMismatch, "v batch vs k batch: batch != 1");
   }
   SUBCASE("v length seq vs k length past + seq") {
     AttnFx f;
@@ -607,7 +611,7 @@ TEST_CASE("attention errors: widths, batch, lengths, mask, dtypes, ranks, arity"
     AttnFx f2;
     const ValueId m2 = f2.in("m2", Shape::of({f2.F(3), f2.T()}), DType::kI32);
     f2.b.attention(f2.q, f2.k, f2.v, m2, attn_attrs(8, 2, 16), "bad");
-    CHECK_BAD(f2, "attention", StatusCode::kGraphShapeMismatch, "key_mask batch vs q batch");
+    CHECK_BAD(f2, "attention", StatusCode::kGraphShapeMismatch, "key_mask batch vs k batch");
     AttnFx f3;
     const ValueId m3 = f3.in("m3", Shape::of({f3.B(), f3.T()}));
     f3.b.attention(f3.q, f3.k, f3.v, m3, attn_attrs(8, 2, 16), "bad");
@@ -630,10 +634,113 @@ TEST_CASE("attention errors: widths, batch, lengths, mask, dtypes, ranks, arity"
   SUBCASE("arity") {
     AttnFx f;
     f.b.node1(Op::kAttention, {f.q, f.k}, attn_attrs(8, 2, 16), "bad");
-    CHECK_BAD(f, "attention", StatusCode::kGraphInvalid, "2 inputs, expected 3..4");
+    CHECK_BAD(f, "attention", StatusCode::kGraphInvalid, "2 inputs, expected 3..8");
     AttnFx f2;
-    f2.b.node1(Op::kAttention, {f2.q, f2.k, f2.v, f2.mask, f2.mask}, attn_attrs(8, 2, 16), "bad");
-    CHECK_BAD(f2, "attention", StatusCode::kGraphInvalid, "5 inputs, expected 3..4");
+    f2.b.node1(Op::kAttention,
+               {f2.q, f2.k, f2.v, f2.mask, f2.mask, f2.mask, f2.mask, f2.mask, f2.mask},
+               attn_attrs(8, 2, 16), "bad");
+    CHECK_BAD(f2, "attention", StatusCode::kGraphInvalid, "9 inputs, expected 3..8");
+  }
+}
+
+TEST_CASE("attention with positions and sequence ids: packed rows and KV cache cells") {
+  AttnFx f;
+  using Ids = GraphBuilder::AttentionIds;
+  // Packed rows (encoder): self-attention with seq ids and positions, no key mask (a hole).
+  const ValueId qe = f.in("qe", Shape::of({f.B(), f.S(), f.F(64)}));
+  const ValueId pe = f.in("pe", Shape::of({f.B(), f.S()}), DType::kI32);
+  const ValueId se = f.in("se", Shape::of({f.B(), f.S()}), DType::kI32);
+  const ValueId o1 = f.b.attention(qe, qe, qe, kNoValue, Ids{pe, pe, se, se}, attn_attrs(4, 4, 16));
+  // Over the cells of a cache shared by every batch row: k / v [1, C, W], k_pos / k_seq [1, C].
+  const Dim C = f.F(300);
+  const ValueId kc = f.in("kc", Shape::of({f.F(1), C, f.F(32)}));
+  const ValueId vc = f.in("vc", Shape::of({f.F(1), C, f.F(32)}));
+  const ValueId kp = f.in("kp", Shape::of({f.F(1), C}), DType::kI32);
+  const ValueId ks = f.in("ks", Shape::of({f.F(1), C}), DType::kI32);
+  const ValueId qp = f.in("qp", Shape::of({f.B(), f.S()}), DType::kI32);
+  const ValueId qs = f.in("qs", Shape::of({f.B(), f.S()}), DType::kI32);
+  Attrs causal = attn_attrs(8, 2, 16);
+  causal.mask = MaskKind::kCausal;
+  const ValueId o2 = f.b.attention(f.q, kc, vc, kNoValue, Ids{qp, kp, qs, ks}, causal, "cells");
+  // Positions only, and seq ids only, with a key mask.
+  const ValueId o3 = f.b.attention(f.q, f.k, f.v, f.mask,
+                                   Ids{qp, f.in("tp", Shape::of({f.B(), f.T()}), DType::kI32)},
+                                   attn_attrs(8, 2, 16));
+  const ValueId o4 =
+      f.b.attention(f.q, f.k, f.v, f.mask,
+                    Ids{kNoValue, kNoValue, qs, f.in("ts", Shape::of({f.B(), f.T()}), DType::kI32)},
+                    attn_attrs(8, 2, 16));
+  const Graph g = f.done();
+  check_type(g, o1, DType::kF32, Shape::of({f.B(), f.S(), f.F(64)}));
+  check_type(g, o2, DType::kF32, Shape::of({f.B(), f.S(), f.F(128)}));
+  check_type(g, o3, DType::kF32, Shape::of({f.B(), f.S(), f.F(128)}));
+  check_type(g, o4, DType::kF32, Shape::of({f.B(), f.S(), f.F(128)}));
+  // The holes stay in their slots; trailing absent inputs are dropped.
+  const Node& n1 = g.nodes[g.values[o1].producer];
+  CHECK(n1.inputs.size() == 8);
+  CHECK(n1.inputs[3] == kNoValue);
+  CHECK(n1.input(4) == pe);
+  CHECK(g.nodes[g.values[o3].producer].inputs.size() == 6);
+  const Node& n4 = g.nodes[g.values[o4].producer];
+  CHECK(n4.inputs.size() == 8);
+  CHECK(n4.inputs[4] == kNoValue);
+  CHECK(n4.inputs[5] == kNoValue);
+  CHECK(n4.input(9) == kNoValue);
+}
+
+TEST_CASE("attention errors: positions and sequence ids") {
+  using Ids = GraphBuilder::AttentionIds;
+  auto ids_in = [](AttnFx& f, const char* name, bool query, DType dt = DType::kI32) {
+    return f.in(name, Shape::of({f.B(), query ? f.S() : f.T()}), dt);
+  };
+  SUBCASE("pairs") {
+    AttnFx f;
+    f.b.attention(f.q, f.k, f.v, kNoValue, Ids{ids_in(f, "qp", true)}, attn_attrs(8, 2, 16), "bad");
+    CHECK_BAD(f, "attention", StatusCode::kGraphInvalid, "q_pos and k_pos come as a pair");
+    AttnFx f2;
+    f2.b.attention(f2.q, f2.k, f2.v, kNoValue,
+                   Ids{kNoValue, kNoValue, kNoValue, ids_in(f2, "ks", false)}, attn_attrs(8, 2, 16),
+                   "bad");
+    CHECK_BAD(f2, "attention", StatusCode::kGraphInvalid, "q_seq and k_seq come as a pair");
+  }
+  SUBCASE("dtypes, ranks and shapes") {
+    AttnFx f;
+    f.b.attention(f.q, f.k, f.v, kNoValue,
+                  Ids{ids_in(f, "qp", true, DType::kF32), ids_in(f, "kp", false)},
+                  attn_attrs(8, 2, 16), "bad");
+    CHECK_BAD(f, "attention", StatusCode::kGraphDtypeMismatch, "q_pos 'qp' is f32");
+    AttnFx f2;  // k_pos over the query length
+    f2.b.attention(f2.q, f2.k, f2.v, kNoValue, Ids{ids_in(f2, "qp", true), ids_in(f2, "kp", true)},
+                   attn_attrs(8, 2, 16), "bad");
+    CHECK_BAD(f2, "attention", StatusCode::kGraphShapeMismatch,
+              "k_pos length vs k length: seq != seq + past");
+    AttnFx f3;  // q_seq of another batch
+    f3.b.attention(f3.q, f3.k, f3.v, kNoValue,
+                   Ids{kNoValue, kNoValue, f3.in("qs", Shape::of({f3.F(1), f3.S()}), DType::kI32),
+                       ids_in(f3, "ks", false)},
+                   attn_attrs(8, 2, 16), "bad");
+    CHECK_BAD(f3, "attention", StatusCode::kGraphShapeMismatch,
+              "q_seq batch vs q batch: 1 != batch");
+    AttnFx f4;
+    f4.b.attention(f4.q, f4.k, f4.v, kNoValue,
+                   Ids{kNoValue, kNoValue, ids_in(f4, "qs", true),
+                       f4.in("ks", Shape::of({f4.T()}), DType::kI32)},
+                   attn_attrs(8, 2, 16), "bad");
+    CHECK_BAD(f4, "attention", StatusCode::kGraphShapeMismatch, "k_seq 'ks' has rank 1");
+  }
+  SUBCASE("absent inputs: a required one, or a trailing hole in a hand-made node") {
+    AttnFx f;
+    f.b.node1(Op::kAttention, {f.q, kNoValue, f.v, f.mask}, attn_attrs(8, 2, 16), "bad");
+    CHECK_STATUS(f.b.status(), StatusCode::kInvalidArgument, "'bad'", "input 1 is missing");
+    AttnFx f2;
+    const ValueId o = f2.b.attention(f2.q, f2.k, f2.v, f2.mask, attn_attrs(8, 2, 16), "attn");
+    Graph g = f2.done();
+    Node& n = g.nodes[g.values[o].producer];
+    n.inputs.push_back(kNoValue);
+    CHECK_STATUS(graph_verify(g), StatusCode::kGraphInvalid, "'attn'", "last input is absent");
+    n.inputs = {n.inputs[0], kNoValue, n.inputs[2]};
+    CHECK_STATUS(graph_verify(g), StatusCode::kGraphUndefinedValue, "'attn'",
+                 "input 1 is required but absent");
   }
 }
 

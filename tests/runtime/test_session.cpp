@@ -506,3 +506,133 @@ TEST_CASE("i8 weights: per-tensor scales behave as the same scale per row") {
 
 }  // namespace
 }  // namespace laya::test
+
+namespace laya::test {
+namespace {
+
+// Runs a fixed-shape graph (no symbols) once: inputs in graph order, the first output returned.
+std::vector<float> run_fixed(const ir::Graph& g, const runtime::SessionOptions& o,
+                             const std::vector<const void*>& inputs) {
+  TinyRun run = make_run(g, o);
+  REQUIRE(run.session->reshape({}).is_ok());
+  std::vector<float> y(static_cast<size_t>(run.session->extents(g.outputs[0]).count()));
+  void* out[1] = {y.data()};
+  Status st = run.session->execute(inputs, out);
+  REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+  return y;
+}
+
+ir::Attrs attention_attrs(bool causal, int32_t window) {
+  ir::Attrs a;
+  a.n_heads = 2;
+  a.n_kv_heads = 2;
+  a.head_dim = 16;
+  a.mask = causal ? ir::MaskKind::kCausal : ir::MaskKind::kNone;
+  a.window = window;
+  return a;
+}
+
+TEST_CASE("cpu backend: packed rows with positions and sequence ids equal separate rows") {
+  const std::vector<int64_t> lens = {5, 64, 17, 1, 30, 40};
+  const int64_t R = static_cast<int64_t>(lens.size()), L = 64, W = 32;
+  int64_t N = 0;
+  for (int64_t n : lens) N += n;
+  std::vector<float> xs(static_cast<size_t>(R * L * W), 0.0f), xp;
+  std::vector<int32_t> mask(static_cast<size_t>(R * L), 0), pos, seq;
+  uint32_t h = 1;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t i = 0; i < lens[static_cast<size_t>(r)]; ++i) {
+      mask[static_cast<size_t>(r * L + i)] = 1;
+      pos.push_back(static_cast<int32_t>(i));
+      seq.push_back(static_cast<int32_t>(r));
+      for (int64_t c = 0; c < W; ++c) {
+        h = h * 1664525u + 1013904223u;
+        const float x = static_cast<float>(h >> 8) / 16777216.0f - 0.5f;
+        xs[static_cast<size_t>((r * L + i) * W + c)] = x;
+        xp.push_back(x);
+      }
+    }
+  for (bool causal : {false, true})
+    for (int32_t window : {-1, 7})
+      for (const char* kernels : {"ref", "auto"}) {
+        CAPTURE(causal);
+        CAPTURE(window);
+        CAPTURE(std::string(kernels));
+        ir::GraphBuilder bp;  // packed: [1, N]
+        const ir::ValueId x = bp.input("x", ir::DType::kF32, ir::Shape::fixed({1, N, W}));
+        const ir::ValueId p = bp.input("pos", ir::DType::kI32, ir::Shape::fixed({1, N}));
+        const ir::ValueId s = bp.input("seq", ir::DType::kI32, ir::Shape::fixed({1, N}));
+        bp.output(bp.attention(x, x, x, ir::kNoValue, {p, p, s, s}, attention_attrs(causal, window),
+                               "attn"),
+                  "y");
+        auto gp = std::move(bp).finish();
+        REQUIRE_MESSAGE(gp.is_ok(), gp.status().to_string());
+        ir::GraphBuilder bs;  // separate rows: [R, L] with a key mask
+        const ir::ValueId x2 = bs.input("x", ir::DType::kF32, ir::Shape::fixed({R, L, W}));
+        const ir::ValueId m2 = bs.input("mask", ir::DType::kI32, ir::Shape::fixed({R, L}));
+        bs.output(bs.attention(x2, x2, x2, m2, attention_attrs(causal, window), "attn"), "y");
+        auto gs = std::move(bs).finish();
+        REQUIRE_MESSAGE(gs.is_ok(), gs.status().to_string());
+        const runtime::SessionOptions o = cpu_options(kernels, 2);
+        const std::vector<float> yp = run_fixed(*gp, o, {xp.data(), pos.data(), seq.data()});
+        const std::vector<float> ys = run_fixed(*gs, o, {xs.data(), mask.data()});
+        double worst = 0;
+        int64_t t = 0;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t i = 0; i < lens[static_cast<size_t>(r)]; ++i, ++t)
+            for (int64_t c = 0; c < W; ++c)
+              worst = std::max(worst, std::abs(double{yp[static_cast<size_t>(t * W + c)]} -
+                                               ys[static_cast<size_t>((r * L + i) * W + c)]));
+        CHECK(worst <= 1e-6);
+      }
+}
+
+TEST_CASE("cpu backend: keys of batch 1 are shared by every batch row") {
+  // q [2, S], k / v [1, T] with cell positions and seq ids, against the same keys copied per row.
+  const int64_t S = 3, T = 150, W = 32;
+  std::vector<float> q(static_cast<size_t>(2 * S * W)), k(static_cast<size_t>(T * W));
+  uint32_t h = 7;
+  auto next = [&] {
+    h = h * 1664525u + 1013904223u;
+    return static_cast<float>(h >> 8) / 16777216.0f - 0.5f;
+  };
+  for (float& v : q) v = next();
+  for (float& v : k) v = next();
+  std::vector<int32_t> kpos(static_cast<size_t>(T)), kseq(static_cast<size_t>(T));
+  for (int64_t j = 0; j < T; ++j) {
+    kseq[static_cast<size_t>(j)] = j % 7 == 3 ? -1 : static_cast<int32_t>((j / 20) % 2);
+    kpos[static_cast<size_t>(j)] = static_cast<int32_t>(j / 2);
+  }
+  const std::vector<int32_t> qpos = {80, 20, 50, 74, 10, 0}, qseq = {0, 1, 0, 1, 1, 0};
+  std::vector<float> k2 = k;
+  k2.insert(k2.end(), k.begin(), k.end());
+  std::vector<int32_t> kpos2 = kpos, kseq2 = kseq;
+  kpos2.insert(kpos2.end(), kpos.begin(), kpos.end());
+  kseq2.insert(kseq2.end(), kseq.begin(), kseq.end());
+  std::vector<std::vector<float>> outs;
+  for (int64_t kb : {1, 2}) {
+    ir::GraphBuilder b;
+    const ir::ValueId qv = b.input("q", ir::DType::kF32, ir::Shape::fixed({2, S, W}));
+    const ir::ValueId kv = b.input("k", ir::DType::kF32, ir::Shape::fixed({kb, T, W}));
+    const ir::ValueId qp = b.input("q_pos", ir::DType::kI32, ir::Shape::fixed({2, S}));
+    const ir::ValueId kp = b.input("k_pos", ir::DType::kI32, ir::Shape::fixed({kb, T}));
+    const ir::ValueId qs = b.input("q_seq", ir::DType::kI32, ir::Shape::fixed({2, S}));
+    const ir::ValueId ks = b.input("k_seq", ir::DType::kI32, ir::Shape::fixed({kb, T}));
+    b.output(
+        b.attention(qv, kv, kv, ir::kNoValue, {qp, kp, qs, ks}, attention_attrs(true, -1), "attn"),
+        "y");
+    auto g = std::move(b).finish();
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    outs.push_back(run_fixed(
+        *g, cpu_options("auto", 2),
+        {q.data(), kb == 1 ? k.data() : k2.data(), qpos.data(),
+         kb == 1 ? kpos.data() : kpos2.data(), qseq.data(), kb == 1 ? kseq.data() : kseq2.data()}));
+  }
+  CHECK(outs[0] == outs[1]);
+  bool nonzero = false;
+  for (float v : outs[0]) nonzero = nonzero || v != 0.0f;
+  CHECK(nonzero);
+}
+
+}  // namespace
+}  // namespace laya::test
