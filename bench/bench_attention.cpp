@@ -1,6 +1,10 @@
 // Attention benchmarks on the best Highway target, 1 thread (pool = null).
 //  - Prefill (q_len = kv_len = S): GFLOP/s with flops = 4 S^2 head_dim per head (QK^T and PV),
 //    halved for causal, as % of the fp32 FMA peak.
+//  - Packed rows (issue #7: several rows of one request in one pass): 8 rows of 64 tokens packed
+//    into one batch entry with positions and sequence ids, vs the same rows as a batch of 8 x 64,
+//    vs one row of 512 tokens. GFLOP/s of useful work: 4 L^2 head_dim per head per row of L
+//    tokens (halved for causal), so packed rows should match the batch.
 //  - Decode (q_len 1, GQA): GB/s of K and V read (2 kv_len n_kv_heads head_dim 4 bytes), as % of
 //    the DRAM read peak. Iterations rotate over enough KV caches (>= 96 MiB) that K/V come from
 //    DRAM, not the 32 MiB L3.
@@ -8,6 +12,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/peak.h"
@@ -75,12 +80,69 @@ BENCHMARK(BM_attention_prefill)
     ->Args({512, 128, 12, 1})
     ->Unit(benchmark::kMicrosecond);
 
-// Args: kv_len, head_dim, heads, kv_heads.
+// Args: layout (0: 8 rows of 64 packed with positions and seq ids, 1: batch 8 x 64, 2: one row of
+// 512, 3: one row of 512 with positions and seq ids), head_dim, heads, causal.
+void BM_attention_packed(benchmark::State& state) {
+  const int layout = static_cast<int>(state.range(0));
+  const int32_t hd = static_cast<int32_t>(state.range(1));
+  const int32_t heads = static_cast<int32_t>(state.range(2));
+  const bool causal = state.range(3) != 0;
+  const int64_t rows = layout >= 2 ? 1 : 8, len = layout >= 2 ? 512 : 64, N = rows * len;
+  const int64_t row = int64_t{heads} * hd;
+  const std::vector<float> q = randn(static_cast<size_t>(N * row), 1);
+  const std::vector<float> k = randn(static_cast<size_t>(N * row), 2);
+  const std::vector<float> v = randn(static_cast<size_t>(N * row), 3);
+  std::vector<float> out(static_cast<size_t>(N * row));
+  std::vector<int32_t> pos(static_cast<size_t>(N)), seq(static_cast<size_t>(N));
+  for (int64_t t = 0; t < N; ++t) {
+    pos[static_cast<size_t>(t)] = static_cast<int32_t>(t % len);
+    seq[static_cast<size_t>(t)] = static_cast<int32_t>(t / len);
+  }
+  AttentionArgs a;
+  a.q = q.data();
+  a.k = k.data();
+  a.v = v.data();
+  a.out = out.data();
+  a.q_row_stride = a.k_row_stride = a.v_row_stride = a.out_row_stride = row;
+  a.n_heads = a.n_kv_heads = heads;
+  a.head_dim = hd;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.causal = causal;
+  if (layout == 1) {  // rows in batch entries
+    a.batch = rows;
+    a.q_len = a.kv_len = len;
+    a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.out_batch_stride = len * row;
+  } else {  // one batch entry of N tokens (packed: with positions and seq ids)
+    a.q_len = a.kv_len = N;
+    if (layout == 0 || layout == 3) {
+      a.q_pos = a.k_pos = pos.data();
+      a.q_seq = a.k_seq = seq.data();
+    }
+  }
+  std::vector<uint8_t> scratch(table().attention_scratch_bytes(a, 1));
+  for (auto _ : state) {
+    table().attention(a, 0, heads, scratch.data(), nullptr);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 4.0 * static_cast<double>(rows * len * len) * hd * heads;
+  laya::bench::report_flops(state, causal ? flops / 2 : flops, laya::bench::peaks().fp32_gflops);
+  static const char* const kLayouts[] = {" packed 8x64", " batch 8x64", " 1x512", " 1x512 ids"};
+  state.SetLabel(std::string(table().isa) + kLayouts[layout]);
+}
+BENCHMARK(BM_attention_packed)
+    ->ArgNames({"layout", "hd", "heads", "causal"})
+    ->ArgsProduct({{0, 1, 2, 3}, {64}, {12}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// Args: kv_len, head_dim, heads, kv_heads, ids (1: the cache as cells of one sequence, with
+// positions and sequence ids; the same keys are visible).
 void BM_attention_decode(benchmark::State& state) {
   const int64_t kv_len = state.range(0);
   const int32_t hd = static_cast<int32_t>(state.range(1));
   const int32_t heads = static_cast<int32_t>(state.range(2));
   const int32_t kv_heads = static_cast<int32_t>(state.range(3));
+  const bool ids = state.range(4) != 0;
   const int64_t kv_row = int64_t{kv_heads} * hd;
   const size_t cache_floats = static_cast<size_t>(2 * kv_len * kv_row);  // K then V
   const size_t copies = std::max<size_t>(2, (size_t{96} << 20) / (cache_floats * 4) + 1);
@@ -102,6 +164,16 @@ void BM_attention_decode(benchmark::State& state) {
   a.n_kv_heads = kv_heads;
   a.head_dim = hd;
   a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.causal = true;
+  std::vector<int32_t> k_pos(static_cast<size_t>(kv_len)), k_seq(static_cast<size_t>(kv_len), 0);
+  for (int64_t j = 0; j < kv_len; ++j) k_pos[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+  const int32_t q_pos = static_cast<int32_t>(kv_len - 1), q_seq = 0;
+  if (ids) {
+    a.q_pos = &q_pos;
+    a.q_seq = &q_seq;
+    a.k_pos = k_pos.data();
+    a.k_seq = k_seq.data();
+  }
   std::vector<uint8_t> scratch(table().attention_scratch_bytes(a, 1));
   size_t c = 0;
   for (auto _ : state) {
@@ -113,17 +185,18 @@ void BM_attention_decode(benchmark::State& state) {
     c = c + 1 == copies ? 0 : c + 1;
   }
   laya::bench::report_bytes(state, static_cast<double>(cache_floats) * sizeof(float));
-  state.SetLabel(table().isa);
+  state.SetLabel(std::string(table().isa) + (ids ? " cells" : ""));
   laya::bench::huge_free(caches, copies * cache_floats * sizeof(float));
 }
 BENCHMARK(BM_attention_decode)
-    ->ArgNames({"kv", "hd", "heads", "kv_heads"})
-    ->Args({512, 64, 12, 4})
-    ->Args({1024, 64, 12, 4})
-    ->Args({4096, 64, 12, 4})
-    ->Args({512, 128, 32, 8})
-    ->Args({4096, 128, 32, 8})
-    ->Args({4096, 64, 12, 12})
+    ->ArgNames({"kv", "hd", "heads", "kv_heads", "ids"})
+    ->Args({512, 64, 12, 4, 0})
+    ->Args({1024, 64, 12, 4, 0})
+    ->Args({4096, 64, 12, 4, 0})
+    ->Args({4096, 64, 12, 4, 1})
+    ->Args({512, 128, 32, 8, 0})
+    ->Args({4096, 128, 32, 8, 0})
+    ->Args({4096, 64, 12, 12, 0})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

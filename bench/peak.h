@@ -1,11 +1,13 @@
 // Machine peaks measured on this machine, once per benchmark process, by register-blocked probes
 // (the denominators of every "% of peak" figure in bench/):
-//   fp32_gflops    zmm FMA chains              (2 FLOP per lane per vfmadd)
+//   fp32_gflops    zmm (else ymm) FMA chains   (2 FLOP per lane per vfmadd)
 //   bf16_gflops    vdpbf16ps chains            (64 FLOP per instruction)
 //   int8_gops      vpdpbusd chains (VNNI)      (128 OP per instruction: 64 MACs)
 //   dram_read_gbs  streaming zmm reads of a 1 GiB buffer, 2 MiB-aligned, MADV_HUGEPAGE
-// Each figure is the median of 5 runs on the calling thread (1 core). The CPU must have AVX-512
-// F/BF16/VNNI (the build machines do); without them the affected figure is 0.
+// Each figure is the median of 5 runs on the calling thread (1 core), timed in thread CPU time
+// (as the benchmarks' rates are). Without AVX-512F the fp32
+// and DRAM probes run on ymm registers (AVX2 + FMA: 16 FLOP per vfmadd, e.g. Zen 3); without
+// AVX-512 BF16 / VNNI those figures are 0.
 #pragma once
 
 #include <benchmark/benchmark.h>
