@@ -36,7 +36,8 @@ Status::Status(StatusCode code, std::string_view message) : code_(code) {
 #else
   if (message.size() <= kMaxMessage) {
     len_ = static_cast<uint16_t>(message.size());
-    std::memcpy(msg_, message.data(), len_);
+    // memcpy from a null pointer is undefined even for 0 bytes (status_error passes an empty view)
+    if (len_ != 0) std::memcpy(msg_, message.data(), len_);
   } else {
     len_ = static_cast<uint16_t>(utf8_cut(message.data(), message.size(), kMaxMessage - 3));
     std::memcpy(msg_, message.data(), len_);
