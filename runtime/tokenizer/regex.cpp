@@ -1,0 +1,249 @@
+#include "runtime/tokenizer/regex.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "runtime/tokenizer/unicode.h"
+
+namespace laya::tok {
+namespace {
+
+constexpr std::string_view kWordClass = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}";
+
+bool is_hex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+Status unsupported(std::string_view pattern, const char* what) {
+  return status_error(StatusCode::kUnsupported, "regex '%.*s': %s has no PCRE2 equivalent",
+                      static_cast<int>(pattern.size()), pattern.data(), what);
+}
+
+}  // namespace
+
+Result<std::string> onig_to_pcre2(std::string_view p) {
+  std::string out;
+  out.reserve(p.size() + 16);
+  const std::string word = "[" + std::string(kWordClass) + "]";
+  const std::string boundary =
+      "(?:(?<=" + word + ")(?!" + word + ")|(?<!" + word + ")(?=" + word + "))";
+  const std::string non_boundary =
+      "(?:(?<=" + word + ")(?=" + word + ")|(?<!" + word + ")(?!" + word + "))";
+  int depth = 0;  // character-class nesting
+  size_t i = 0;
+  const size_t n = p.size();
+  while (i < n) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < n) {
+      const char d = p[i + 1];
+      switch (d) {
+        case 's':
+          out += "\\p{White_Space}";
+          break;
+        case 'S':
+          out += "\\P{White_Space}";
+          break;
+        case 'w':
+          if (depth > 0) {
+            out += kWordClass;
+          } else {
+            out += word;
+          }
+          break;
+        case 'W':
+          if (depth > 0) return unsupported(p, "\\W inside a character class");
+          out += "[^";
+          out += kWordClass;
+          out += "]";
+          break;
+        case 'b':
+          out += depth > 0 ? "\\b" : boundary;
+          break;
+        case 'B':
+          out += depth > 0 ? "\\B" : non_boundary;
+          break;
+        case 'h':
+          out += depth > 0 ? "0-9a-fA-F" : "[0-9a-fA-F]";
+          break;
+        case 'H':
+          if (depth > 0) return unsupported(p, "\\H inside a character class");
+          out += "[^0-9a-fA-F]";
+          break;
+        case 'u':
+          if (i + 6 <= n && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) &&
+              is_hex(p[i + 5])) {
+            out += "\\x{";
+            out.append(p.substr(i + 2, 4));
+            out += "}";
+            i += 6;
+            continue;
+          }
+          out += "\\u";
+          break;
+        default:
+          out += c;
+          out += d;
+          break;
+      }
+      i += 2;
+      continue;
+    }
+    if (c == '[') {
+      if (depth > 0 && i + 1 < n && p[i + 1] == ':') {
+        // POSIX bracket [:name:] inside a class: copy through ":]".
+        const size_t close = p.find(":]", i + 2);
+        if (close != std::string_view::npos) {
+          out.append(p.substr(i, close + 2 - i));
+          i = close + 2;
+          continue;
+        }
+      }
+      ++depth;
+      out += '[';
+      ++i;
+      if (i < n && p[i] == '^') {
+        out += '^';
+        ++i;
+      }
+      if (i < n && p[i] == ']') {  // a leading ']' is a literal
+        out += "\\]";
+        ++i;
+      }
+      continue;
+    }
+    if (c == ']' && depth > 0) {
+      --depth;
+      out += ']';
+      ++i;
+      continue;
+    }
+    if (c == '&' && depth > 0 && i + 1 < n && p[i + 1] == '&') {
+      return unsupported(p, "character-class intersection (&&)");
+    }
+    if (c == '(' && depth == 0 && i + 1 < n && p[i + 1] == '?') {
+      // Inline options (?imx-imx) / (?imx-imx: ...): Ruby's m is PCRE2's s.
+      size_t j = i + 2;
+      while (j < n && (p[j] == 'i' || p[j] == 'm' || p[j] == 'x' || p[j] == '-')) ++j;
+      if (j > i + 2 && j < n && (p[j] == ')' || p[j] == ':')) {
+        out += "(?";
+        for (size_t k = i + 2; k < j; ++k) out += p[k] == 'm' ? 's' : p[k];
+        i = j;
+        continue;
+      }
+      out += "(?";
+      i += 2;
+      continue;
+    }
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
+RegexScratch::RegexScratch() {
+  md_ = pcre2_match_data_create(1, nullptr);
+  mctx_ = pcre2_match_context_create(nullptr);
+}
+
+RegexScratch::~RegexScratch() {
+  pcre2_match_data_free(md_);
+  pcre2_match_context_free(mctx_);
+  if (stack_) pcre2_jit_stack_free(stack_);
+}
+
+Result<Regex> Regex::compile(std::string pcre_pattern, std::string_view shown, uint32_t extra) {
+  pcre2_compile_context* cctx = pcre2_compile_context_create(nullptr);
+  pcre2_set_newline(cctx, PCRE2_NEWLINE_LF);
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  // PCRE2_LITERAL allows no option that changes how a pattern reads (UCP, MULTILINE).
+  const uint32_t options =
+      (extra & PCRE2_LITERAL) ? PCRE2_UTF | extra : PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE | extra;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pcre_pattern.data()),
+                                   pcre_pattern.size(), options, &err, &off, cctx);
+  pcre2_compile_context_free(cctx);
+  if (!code) {
+    PCRE2_UCHAR msg[160];
+    pcre2_get_error_message(err, msg, sizeof(msg));
+    return status_error(StatusCode::kInvalidArgument, "regex '%.*s' does not compile: %s (at %zu)",
+                        static_cast<int>(shown.size()), shown.data(),
+                        reinterpret_cast<const char*>(msg), static_cast<size_t>(off));
+  }
+  Regex r;
+  r.jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+  r.code_ = std::shared_ptr<pcre2_code>(code, [](pcre2_code* c) { pcre2_code_free(c); });
+  r.pattern_ = std::string(shown);
+  return r;
+}
+
+Result<Regex> Regex::onig(std::string_view pattern) {
+  if (!unicode::utf8_valid(pattern)) {
+    return Status(StatusCode::kInvalidArgument, "regex pattern is not valid UTF-8");
+  }
+  LAYA_ASSIGN_OR_RETURN(std::string translated, onig_to_pcre2(pattern));
+  return compile(std::move(translated), pattern, 0);
+}
+
+Result<Regex> Regex::pcre2(std::string_view pattern) {
+  return compile(std::string(pattern), pattern, 0);
+}
+
+Result<Regex> Regex::literal(std::string_view text) {
+  if (!unicode::utf8_valid(text)) {
+    return Status(StatusCode::kInvalidArgument, "literal pattern is not valid UTF-8");
+  }
+  return compile(std::string(text), text, PCRE2_LITERAL);
+}
+
+size_t Regex::char_len(std::string_view s, size_t i) {
+  return unicode::utf8_len(static_cast<unsigned char>(s[i]));
+}
+
+Status Regex::search(std::string_view subject, size_t from, RegexScratch& scratch, bool* found,
+                     size_t* s, size_t* e) const {
+  const auto* subj = reinterpret_cast<PCRE2_SPTR>(subject.data());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int rc = jit_ ? pcre2_jit_match(code_.get(), subj, subject.size(), from,
+                                          PCRE2_NO_UTF_CHECK, scratch.md_, scratch.mctx_)
+                        : pcre2_match(code_.get(), subj, subject.size(), from, PCRE2_NO_UTF_CHECK,
+                                      scratch.md_, scratch.mctx_);
+    if (rc >= 0) {
+      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.md_);
+      *found = true;
+      *s = ov[0];
+      *e = ov[1];
+      return Status::ok();
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      *found = false;
+      return Status::ok();
+    }
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && attempt == 0 && !scratch.stack_) {
+      // The default 32 KiB JIT stack is too small for this subject: give this thread a larger
+      // one (kept for its later matches) and retry once.
+      scratch.stack_ = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024, nullptr);
+      if (!scratch.stack_) break;
+      pcre2_jit_stack_assign(scratch.mctx_, nullptr, scratch.stack_);
+      continue;
+    }
+    PCRE2_UCHAR msg[160];
+    pcre2_get_error_message(rc, msg, sizeof(msg));
+    return status_error(StatusCode::kResourceExhausted, "regex '%s' failed on a %zu-byte input: %s",
+                        pattern_.c_str(), subject.size(), reinterpret_cast<const char*>(msg));
+  }
+  return status_error(StatusCode::kResourceExhausted,
+                      "regex '%s': no JIT stack for a %zu-byte input", pattern_.c_str(),
+                      subject.size());
+}
+
+Result<bool> Regex::matches_at(std::string_view subject, size_t pos, RegexScratch& scratch) const {
+  const int rc =
+      pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), pos,
+                  PCRE2_NO_UTF_CHECK | PCRE2_ANCHORED, scratch.md_, scratch.mctx_);
+  if (rc >= 0) return true;
+  if (rc == PCRE2_ERROR_NOMATCH) return false;
+  return status_error(StatusCode::kResourceExhausted, "regex '%s' failed (PCRE2 error %d)",
+                      pattern_.c_str(), rc);
+}
+
+}  // namespace laya::tok

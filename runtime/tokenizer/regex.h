@@ -1,0 +1,112 @@
+// Pre-tokenizer and normalizer regular expressions on PCRE2 (UTF + UCP, JIT-compiled).
+//
+// Hugging Face `tokenizers` compiles tokenizer.json patterns with Oniguruma (Ruby grammar).
+// `Regex::onig` translates such a pattern to PCRE2 so that both give the same splits:
+//   \s \S      Oniguruma: Unicode White_Space. PCRE2's UCP \s also takes U+180E, so -> \p{White_Space}
+//   \w \W      Oniguruma: Alphabetic | M | Nd | Pc | Join_Control. PCRE2 10.42's UCP \w is L | N | _,
+//              so -> [\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}] (and its complement)
+//   \b \B      word boundaries on that \w, written as lookarounds
+//   \h \H      Oniguruma: hex digit; PCRE2: horizontal space -> [0-9a-fA-F]
+//   \uHHHH     -> \x{HHHH}
+//   ^ $        Ruby's are line anchors: compiled with PCRE2_MULTILINE (newline = LF)
+//   (?m)       Ruby's m is "dot matches newline": -> (?s)
+//   [a&&b]     class intersection has no PCRE2 form: rejected (kUnsupported)
+// \d (Nd), \p{..} categories and scripts, (?i:..) (Unicode simple case folding), lookaround and
+// possessive forms mean the same in both. PCRE2 10.42 carries Unicode 14.0 tables, Oniguruma
+// 6.9.8 Unicode 15.0: characters assigned in 15.0 (mostly CJK Extension H) differ in \p{L}.
+//
+// Matching follows Oniguruma's find_iter (what HF iterates): search from the end of the previous
+// match; an empty match at the end of the previous match is skipped by advancing one character.
+//
+// A Regex is immutable and shared by every thread (the compiled code is read-only); the match
+// state lives in a RegexScratch owned by one thread.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ir/status.h"
+
+struct pcre2_real_code_8;
+struct pcre2_real_match_data_8;
+struct pcre2_real_jit_stack_8;
+struct pcre2_real_match_context_8;
+
+namespace laya::tok {
+
+// Per-thread match state (match data, and a JIT stack grown on demand). Not shareable.
+class RegexScratch {
+ public:
+  RegexScratch();
+  ~RegexScratch();
+  RegexScratch(const RegexScratch&) = delete;
+  RegexScratch& operator=(const RegexScratch&) = delete;
+
+ private:
+  friend class Regex;
+  pcre2_real_match_data_8* md_ = nullptr;
+  pcre2_real_jit_stack_8* stack_ = nullptr;
+  pcre2_real_match_context_8* mctx_ = nullptr;
+};
+
+class Regex {
+ public:
+  Regex() = default;
+
+  // An Oniguruma (tokenizer.json) pattern, translated as described above. kInvalidArgument names
+  // the pattern and PCRE2's message and offset when it does not compile; kUnsupported for
+  // constructs with no PCRE2 equivalent.
+  static Result<Regex> onig(std::string_view pattern);
+  // A PCRE2 pattern as it is (UTF + UCP + MULTILINE).
+  static Result<Regex> pcre2(std::string_view pattern);
+  // Matches `text` literally.
+  static Result<Regex> literal(std::string_view text);
+
+  bool valid() const { return code_ != nullptr; }
+
+  // Calls fn(start, end) (byte offsets into `subject`, valid UTF-8) for every match, in order.
+  // Errors: PCRE2's match or depth limits (kResourceExhausted, naming the pattern).
+  template <class Fn>
+  Status for_each_match(std::string_view subject, RegexScratch& scratch, Fn&& fn) const {
+    size_t pos = 0;
+    bool have_last = false;
+    size_t last_end = 0;
+    while (pos <= subject.size()) {
+      size_t s = 0, e = 0;
+      bool found = false;
+      LAYA_RETURN_IF_ERROR(search(subject, pos, scratch, &found, &s, &e));
+      if (!found) break;
+      if (s == e && have_last && last_end == e) {
+        pos += pos < subject.size() ? char_len(subject, pos) : 1;
+        continue;
+      }
+      pos = e;
+      have_last = true;
+      last_end = e;
+      fn(s, e);
+    }
+    return Status::ok();
+  }
+
+  // Whether the pattern matches starting exactly at `pos` (anchored there).
+  Result<bool> matches_at(std::string_view subject, size_t pos, RegexScratch& scratch) const;
+
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  static Result<Regex> compile(std::string pcre_pattern, std::string_view shown, uint32_t extra);
+  static size_t char_len(std::string_view s, size_t i);
+  Status search(std::string_view subject, size_t from, RegexScratch& scratch, bool* found,
+                size_t* s, size_t* e) const;
+
+  std::shared_ptr<pcre2_real_code_8> code_;
+  bool jit_ = false;
+  std::string pattern_;  // as given, for messages
+};
+
+// The translation Regex::onig applies (exposed for tests): Oniguruma syntax -> PCRE2 syntax.
+Result<std::string> onig_to_pcre2(std::string_view pattern);
+
+}  // namespace laya::tok
