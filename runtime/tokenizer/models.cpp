@@ -11,6 +11,11 @@ namespace {
 // Words longer than this are not cached (HF's MAX_LENGTH).
 constexpr size_t kMaxCachedBytes = 256;
 
+bool fail(ThreadState& ts, Status s) {
+  ts.error = std::move(s);
+  return false;
+}
+
 Status unk_missing(const ModelSpec& m) {
   return status_error(StatusCode::kInvalidArgument,
                       "%s: unknown text and the unk token '%s' is not in the vocabulary",
@@ -50,18 +55,18 @@ void TokenizerImpl::lookup_unit(std::string_view unit, bool first, bool last, Th
   out->kind = UnitIds::Kind::kUnknown;
 }
 
-Status TokenizerImpl::bpe_encode(const Piece& piece, ThreadState& ts,
-                                 std::vector<int32_t>* ids) const {
+bool TokenizerImpl::bpe_encode(const Piece& piece, ThreadState& ts,
+                               std::vector<int32_t>* ids) const {
   const std::string_view w = piece.text;
   if (model.ignore_merges) {
     const int32_t id = piece.raw_bytes ? raw_vocab_index.find(w) : vocab_index.find(w);
     if (id >= 0) {
       ids->push_back(id);
-      return Status::ok();
+      return true;
     }
   }
-  WordCache& cache = ts.cache_for(owner_id);
-  if (w.size() < kMaxCachedBytes && cache.get(w, ids)) return Status::ok();
+  WordCache& cache = *ts.cache;
+  if (w.size() < kMaxCachedBytes && cache.get(w, ids)) return true;
 
   // Initial symbols (HF BPE::merge_word), unknown handling included: a pending unk is only
   // written when a known character or the end follows (byte-fallback ids go before it, as in HF).
@@ -106,7 +111,7 @@ Status TokenizerImpl::bpe_encode(const Piece& piece, ThreadState& ts,
           if (model.unknown_blocks_merges) add(-1, len);
           break;
         }
-        if (unk_id < 0) return unk_missing(model);
+        if (unk_id < 0) return fail(ts, unk_missing(model));
         if (unk_pending && model.fuse_unk) {
           unk_pending_len += static_cast<int32_t>(len);
         } else {
@@ -163,13 +168,13 @@ Status TokenizerImpl::bpe_encode(const Piece& piece, ThreadState& ts,
     if (s.len != 0 && s.id >= 0) ids->push_back(s.id);
   }
   if (w.size() < kMaxCachedBytes) cache.put(w, ids->data() + before, ids->size() - before);
-  return Status::ok();
+  return true;
 }
 
-Status TokenizerImpl::bpe_scores_encode(std::string_view w, ThreadState& ts,
-                                        std::vector<int32_t>* ids) const {
-  WordCache& cache = ts.cache_for(owner_id);
-  if (w.size() < kMaxCachedBytes && cache.get(w, ids)) return Status::ok();
+bool TokenizerImpl::bpe_scores_encode(std::string_view w, ThreadState& ts,
+                                      std::vector<int32_t>* ids) const {
+  WordCache& cache = *ts.cache;
+  if (w.size() < kMaxCachedBytes && cache.get(w, ids)) return true;
   // llama.cpp llm_tokenizer_spm_session: characters, then repeatedly merge the adjacent pair whose
   // concatenation is the highest-scoring vocab token (ties: leftmost).
   auto& sym = ts.symbols;
@@ -230,22 +235,22 @@ Status TokenizerImpl::bpe_scores_encode(std::string_view w, ThreadState& ts,
       } else if (unk_id >= 0) {
         ids->push_back(unk_id);
       } else {
-        return status_error(StatusCode::kInvalidArgument,
-                            "BPE(scores): no <0x%02X> token and no unk token for a byte",
-                            static_cast<uint8_t>(ch));
+        return fail(ts, status_error(StatusCode::kInvalidArgument,
+                                     "BPE(scores): no <0x%02X> token and no unk token for a byte",
+                                     static_cast<uint8_t>(ch)));
       }
     }
   }
   if (w.size() < kMaxCachedBytes) cache.put(w, ids->data() + before, ids->size() - before);
-  return Status::ok();
+  return true;
 }
 
-Status TokenizerImpl::wordpiece_encode(std::string_view w, ThreadState& ts,
-                                       std::vector<int32_t>* ids) const {
-  auto unk = [&]() -> Status {
-    if (unk_id < 0) return unk_missing(model);
+bool TokenizerImpl::wordpiece_encode(std::string_view w, ThreadState& ts,
+                                     std::vector<int32_t>* ids) const {
+  auto unk = [&]() -> bool {
+    if (unk_id < 0) return fail(ts, unk_missing(model));
     ids->push_back(unk_id);
-    return Status::ok();
+    return true;
   };
   if (unicode::cp_count(w) > model.max_input_chars_per_word) return unk();
   const std::string& prefix = model.continuing_subword_prefix;
@@ -280,11 +285,11 @@ Status TokenizerImpl::wordpiece_encode(std::string_view w, ThreadState& ts,
     ids->push_back(found);
     start = end;
   }
-  return Status::ok();
+  return true;
 }
 
-Status TokenizerImpl::model_encode(const Piece& piece, ThreadState& ts,
-                                   std::vector<int32_t>* ids) const {
+bool TokenizerImpl::model_encode(const Piece& piece, ThreadState& ts,
+                                 std::vector<int32_t>* ids) const {
   switch (model.kind) {
     case ModelKind::kBpe:
       return bpe_encode(piece, ts, ids);
@@ -296,14 +301,14 @@ Status TokenizerImpl::model_encode(const Piece& piece, ThreadState& ts,
       const int32_t id = vocab_index.find(piece.text);
       if (id >= 0) {
         ids->push_back(id);
-        return Status::ok();
+        return true;
       }
-      if (unk_id < 0) return unk_missing(model);
+      if (unk_id < 0) return fail(ts, unk_missing(model));
       ids->push_back(unk_id);
-      return Status::ok();
+      return true;
     }
   }
-  return Status(StatusCode::kInternal, "unknown model kind");
+  return fail(ts, Status(StatusCode::kInternal, "unknown model kind"));
 }
 
 }  // namespace laya::tok

@@ -148,8 +148,18 @@ Status TokenizerImpl::pre_tokenize(Piece piece, ThreadState& ts,
           }
           const size_t first = out->size();
           if (s.use_regex) {
-            LAYA_RETURN_IF_ERROR(regex_events(q.text, step.regex, false, ts, &ts.events));
-            emit(q, ts.events, SplitBehavior::kIsolated, ts.merged, out);
+            // Isolated: every match and every gap is a piece (straight from the matches).
+            size_t prev = 0;
+            auto piece = [&](size_t b, size_t e) {
+              if (e > b) out->push_back({q.text.substr(b, e - b), q.at_origin && b == 0, false});
+            };
+            LAYA_RETURN_IF_ERROR(
+                step.regex.for_each_match(q.text, ts.regex, [&](size_t b, size_t e) {
+                  piece(prev, b);
+                  piece(b, e);
+                  prev = e;
+                }));
+            piece(prev, q.text.size());
           } else if (!q.text.empty()) {
             out->push_back(q);
           }

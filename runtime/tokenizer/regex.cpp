@@ -199,41 +199,35 @@ size_t Regex::char_len(std::string_view s, size_t i) {
   return unicode::utf8_len(static_cast<unsigned char>(s[i]));
 }
 
-Status Regex::search(std::string_view subject, size_t from, RegexScratch& scratch, bool* found,
-                     size_t* s, size_t* e) const {
+int Regex::search(std::string_view subject, size_t from, RegexScratch& scratch, size_t* s,
+                  size_t* e) const {
   const auto* subj = reinterpret_cast<PCRE2_SPTR>(subject.data());
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  for (int attempt = 0;; ++attempt) {
     const int rc = jit_ ? pcre2_jit_match(code_.get(), subj, subject.size(), from,
                                           PCRE2_NO_UTF_CHECK, scratch.md_, scratch.mctx_)
                         : pcre2_match(code_.get(), subj, subject.size(), from, PCRE2_NO_UTF_CHECK,
                                       scratch.md_, scratch.mctx_);
     if (rc >= 0) {
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.md_);
-      *found = true;
       *s = ov[0];
       *e = ov[1];
-      return Status::ok();
+      return 1;
     }
-    if (rc == PCRE2_ERROR_NOMATCH) {
-      *found = false;
-      return Status::ok();
-    }
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && attempt == 0 && !scratch.stack_) {
-      // The default 32 KiB JIT stack is too small for this subject: give this thread a larger
-      // one (kept for its later matches) and retry once.
-      scratch.stack_ = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024, nullptr);
-      if (!scratch.stack_) break;
-      pcre2_jit_stack_assign(scratch.mctx_, nullptr, scratch.stack_);
-      continue;
-    }
-    PCRE2_UCHAR msg[160];
-    pcre2_get_error_message(rc, msg, sizeof(msg));
-    return status_error(StatusCode::kResourceExhausted, "regex '%s' failed on a %zu-byte input: %s",
-                        pattern_.c_str(), subject.size(), reinterpret_cast<const char*>(msg));
+    if (rc == PCRE2_ERROR_NOMATCH) return 0;
+    if (rc != PCRE2_ERROR_JIT_STACKLIMIT || attempt > 0 || scratch.stack_) return rc;
+    // The default 32 KiB JIT stack is too small for this subject: give this thread a larger one
+    // (kept for its later matches) and retry once.
+    scratch.stack_ = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024, nullptr);
+    if (!scratch.stack_) return rc;
+    pcre2_jit_stack_assign(scratch.mctx_, nullptr, scratch.stack_);
   }
-  return status_error(StatusCode::kResourceExhausted,
-                      "regex '%s': no JIT stack for a %zu-byte input", pattern_.c_str(),
-                      subject.size());
+}
+
+Status Regex::match_error(int rc, size_t subject_size) const {
+  PCRE2_UCHAR msg[160];
+  pcre2_get_error_message(rc, msg, sizeof(msg));
+  return status_error(StatusCode::kResourceExhausted, "regex '%s' failed on a %zu-byte input: %s",
+                      pattern_.c_str(), subject_size, reinterpret_cast<const char*>(msg));
 }
 
 Result<bool> Regex::matches_at(std::string_view subject, size_t pos, RegexScratch& scratch) const {

@@ -75,9 +75,9 @@ class Regex {
     size_t last_end = 0;
     while (pos <= subject.size()) {
       size_t s = 0, e = 0;
-      bool found = false;
-      LAYA_RETURN_IF_ERROR(search(subject, pos, scratch, &found, &s, &e));
-      if (!found) break;
+      const int rc = search(subject, pos, scratch, &s, &e);
+      if (rc == 0) break;
+      if (rc < 0) return match_error(rc, subject.size());
       if (s == e && have_last && last_end == e) {
         pos += pos < subject.size() ? char_len(subject, pos) : 1;
         continue;
@@ -98,8 +98,10 @@ class Regex {
  private:
   static Result<Regex> compile(std::string pcre_pattern, std::string_view shown, uint32_t extra);
   static size_t char_len(std::string_view s, size_t i);
-  Status search(std::string_view subject, size_t from, RegexScratch& scratch, bool* found,
-                size_t* s, size_t* e) const;
+  // 1: a match at [*s, *e); 0: none; < 0: a PCRE2 error code (match_error makes the Status).
+  int search(std::string_view subject, size_t from, RegexScratch& scratch, size_t* s,
+             size_t* e) const;
+  Status match_error(int rc, size_t subject_size) const;
 
   std::shared_ptr<pcre2_real_code_8> code_;
   bool jit_ = false;

@@ -18,7 +18,16 @@ uint64_t hash_bytes(const char* p, size_t n) {
     n -= 8;
   }
   uint64_t w = 0;
-  if (n) std::memcpy(&w, p, n);
+  if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    w = static_cast<uint64_t>(hi) << 32 | lo;
+  } else if (n > 0) {
+    w = static_cast<uint64_t>(static_cast<unsigned char>(p[0])) << 16 |
+        static_cast<uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8 |
+        static_cast<unsigned char>(p[n - 1]);
+  }
   h = (h ^ w ^ (static_cast<uint64_t>(n) << 56)) * kMul;
   h ^= h >> 32;
   return h;
@@ -128,46 +137,62 @@ void Arena::reset() {
 
 bool WordCache::get(std::string_view key, std::vector<int32_t>* out) const {
   if (slots_.empty()) return false;
-  const uint64_t h = hash_bytes(key.data(), key.size());
-  size_t i = h & (kSlots - 1);
-  while (slots_[i].used) {
+  const auto h = static_cast<uint32_t>(hash_bytes(key.data(), key.size()));
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
     const Slot& s = slots_[i];
+    if (s.key_len == 0) return false;
     if (s.hash == h && s.key_len == key.size() &&
         std::memcmp(keys_.data() + s.key_off, key.data(), key.size()) == 0) {
-      out->insert(out->end(), ids_.begin() + s.ids_off, ids_.begin() + s.ids_off + s.ids_len);
+      const int32_t* p = ids_.data() + s.ids_off;
+      out->insert(out->end(), p, p + s.ids_len);
       return true;
     }
-    i = (i + 1) & (kSlots - 1);
   }
-  return false;
+}
+
+void WordCache::rehash(size_t slots) {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.assign(slots, Slot{});
+  const size_t mask = slots - 1;
+  for (const Slot& s : old) {
+    if (s.key_len == 0) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].key_len != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
 }
 
 void WordCache::put(std::string_view key, const int32_t* ids, size_t n) {
-  if (slots_.empty()) slots_.resize(kSlots);
-  if (count_ >= kMaxEntries || keys_.size() + key.size() > (1u << 30)) clear();
-  const uint64_t h = hash_bytes(key.data(), key.size());
-  size_t i = h & (kSlots - 1);
-  while (slots_[i].used) {
+  if (key.empty() || key.size() > 0xFFFF || n > 0xFFFF) return;
+  if (slots_.empty()) rehash(kMinSlots);
+  if ((count_ + 1) * 2 > slots_.size()) {
+    if (slots_.size() < kMaxSlots) {
+      rehash(slots_.size() * 2);
+    } else {
+      clear();
+    }
+  }
+  const auto h = static_cast<uint32_t>(hash_bytes(key.data(), key.size()));
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  for (; slots_[i].key_len != 0; i = (i + 1) & mask) {
     const Slot& s = slots_[i];
     if (s.hash == h && s.key_len == key.size() &&
         std::memcmp(keys_.data() + s.key_off, key.data(), key.size()) == 0) {
       return;
     }
-    i = (i + 1) & (kSlots - 1);
   }
-  slots_[i] = {h,
-               static_cast<uint32_t>(keys_.size()),
-               static_cast<uint32_t>(key.size()),
-               static_cast<uint32_t>(ids_.size()),
-               static_cast<uint32_t>(n),
-               true};
+  slots_[i] = {h, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
+               static_cast<uint16_t>(key.size()), static_cast<uint16_t>(n)};
   keys_.append(key);
   ids_.insert(ids_.end(), ids, ids + n);
   ++count_;
 }
 
 void WordCache::clear() {
-  std::fill(slots_.begin(), slots_.end(), Slot{});
+  slots_.clear();
   keys_.clear();
   ids_.clear();
   count_ = 0;
@@ -217,6 +242,8 @@ void AddedMatcher::build() {
   edge_byte_.clear();
   edge_to_.clear();
   first_ = {};
+  single_ = {};
+  pairs_.assign(65536 / 64, 0);
   for (size_t i = 0; i < build_.size(); ++i) {
     auto& ch = build_[i].children;
     std::sort(ch.begin(), ch.end());
@@ -226,7 +253,14 @@ void AddedMatcher::build() {
     for (const auto& [b, to] : ch) {
       edge_byte_.push_back(b);
       edge_to_.push_back(to);
-      if (i == 0) first_[b >> 6] |= uint64_t{1} << (b & 63);
+      if (i != 0) continue;
+      first_[b] = true;
+      if (build_[to].token >= 0) single_[b] = true;
+      for (const auto& [b1, to1] : build_[to].children) {
+        (void)to1;
+        const unsigned pair = static_cast<unsigned>(b) << 8 | b1;
+        pairs_[pair >> 6] |= uint64_t{1} << (pair & 63);
+      }
     }
   }
   build_.clear();

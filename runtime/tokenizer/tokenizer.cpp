@@ -314,7 +314,7 @@ void TokenizerImpl::split_added(std::string_view s, const AddedMatcher& m, bool 
     return r.is_ok() && r.value();
   };
   while (pos < s.size()) {
-    if (!m.may_start(static_cast<unsigned char>(s[pos]))) {
+    if (!m.may_start(s, pos)) {
       ++pos;
       continue;
     }
@@ -373,6 +373,7 @@ Status TokenizerImpl::encode_one(std::string_view text, const EncodeOptions& opt
   }
   ThreadState& ts = thread_state();
   ts.arena.reset();
+  ts.cache = &ts.cache_for(owner_id);
   std::vector<Segment>& raw = ts.segs_raw;
   if (raw_matcher.empty()) {
     raw.clear();
@@ -416,7 +417,7 @@ Status TokenizerImpl::encode_one(std::string_view text, const EncodeOptions& opt
       }
       for (const Piece& p : *pieces) {
         if (p.text.empty()) continue;
-        LAYA_RETURN_IF_ERROR(model_encode(p, ts, ids));
+        if (!model_encode(p, ts, ids)) return ts.error;
       }
     }
   }

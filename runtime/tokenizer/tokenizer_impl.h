@@ -120,20 +120,23 @@ class WordCache {
  public:
   // Appends the cached ids of `key` to *out; false when absent.
   bool get(std::string_view key, std::vector<int32_t>* out) const;
+  // Keys must be 1..65535 bytes and give at most 65535 ids.
   void put(std::string_view key, const int32_t* ids, size_t n);
   void clear();
 
  private:
   struct Slot {
-    uint64_t hash = 0;
+    uint32_t hash = 0;
     uint32_t key_off = 0;
-    uint32_t key_len = 0;
     uint32_t ids_off = 0;
-    uint32_t ids_len = 0;
-    bool used = false;
+    uint16_t key_len = 0;  // 0: empty slot
+    uint16_t ids_len = 0;
   };
-  static constexpr size_t kSlots = 1 << 15;
-  static constexpr size_t kMaxEntries = kSlots / 2;
+  // The table starts small (the words of one request fit in L1) and doubles up to kMaxSlots;
+  // a full table is cleared.
+  static constexpr size_t kMinSlots = 1 << 10;
+  static constexpr size_t kMaxSlots = 1 << 15;
+  void rehash(size_t slots);
   std::vector<Slot> slots_;
   std::string keys_;
   std::vector<int32_t> ids_;
@@ -178,6 +181,8 @@ struct ThreadState {
   std::array<CacheSlot, 4> caches;
   uint32_t next_cache = 0;
   WordCache& cache_for(uint64_t owner);
+  WordCache* cache = nullptr;  // the current tokenizer's, set by encode
+  Status error;                // why a model step returned false
 };
 ThreadState& thread_state();
 
@@ -189,7 +194,15 @@ class AddedMatcher {
   bool empty() const { return nodes_.size() <= 1; }
   // Longest pattern starting at `pos`: its length and token index, or 0.
   size_t longest_at(std::string_view s, size_t pos, int32_t* token_index) const;
-  bool may_start(unsigned char b) const { return (first_[b >> 6] >> (b & 63)) & 1; }
+  // Cheap filter before longest_at: whether some pattern can start at s[pos] (its first byte, and
+  // its second byte when it is longer than one).
+  bool may_start(std::string_view s, size_t pos) const {
+    const auto b0 = static_cast<unsigned char>(s[pos]);
+    if (!first_[b0]) return false;
+    if (single_[b0] || pos + 1 >= s.size()) return true;
+    const unsigned pair = b0 << 8 | static_cast<unsigned char>(s[pos + 1]);
+    return (pairs_[pair >> 6] >> (pair & 63)) & 1;
+  }
 
  private:
   struct Node {
@@ -205,7 +218,9 @@ class AddedMatcher {
   std::vector<Node> nodes_;
   std::vector<unsigned char> edge_byte_;
   std::vector<uint32_t> edge_to_;
-  std::array<uint64_t, 4> first_{};
+  std::array<bool, 256> first_{};   // a pattern starts with this byte
+  std::array<bool, 256> single_{};  // a one-byte pattern is this byte
+  std::vector<uint64_t> pairs_;     // bit (b0 << 8 | b1): a pattern starts with these two bytes
 };
 
 struct AddedToken {
@@ -241,14 +256,15 @@ class TokenizerImpl {
   Status decode(std::span<const int32_t> ids, bool skip_special, std::string* text) const;
   Status token_to_piece(int32_t id, bool render_special, std::string* bytes) const;
 
-  // Pipeline parts (normalize.cpp, pretokenize.cpp, models.cpp, decode.cpp).
-  Status bpe_encode(const Piece& piece, ThreadState& ts, std::vector<int32_t>* ids) const;
-  Status bpe_scores_encode(std::string_view text, ThreadState& ts, std::vector<int32_t>* ids) const;
-  Status wordpiece_encode(std::string_view text, ThreadState& ts, std::vector<int32_t>* ids) const;
+  // Pipeline parts (normalize.cpp, pretokenize.cpp, models.cpp, decode.cpp). The models run once
+  // per piece and return false with ts.error set on failure (a Status is too big to return there).
+  bool bpe_encode(const Piece& piece, ThreadState& ts, std::vector<int32_t>* ids) const;
+  bool bpe_scores_encode(std::string_view text, ThreadState& ts, std::vector<int32_t>* ids) const;
+  bool wordpiece_encode(std::string_view text, ThreadState& ts, std::vector<int32_t>* ids) const;
   Status normalize(std::string_view in, ThreadState& ts, std::string* out,
                    bool* first_kept = nullptr) const;
   Status pre_tokenize(Piece piece, ThreadState& ts, std::vector<Piece>** pieces) const;
-  Status model_encode(const Piece& piece, ThreadState& ts, std::vector<int32_t>* ids) const;
+  bool model_encode(const Piece& piece, ThreadState& ts, std::vector<int32_t>* ids) const;
   Status decode_chain(std::vector<std::string>& tokens, bool streaming) const;
 
   void split_added(std::string_view s, const AddedMatcher& m, bool split_special, ThreadState& ts,

@@ -175,6 +175,12 @@ Status normalize(std::string_view in, NormalForm form, std::string* out) {
   const size_t n = in.size();
   while (i < n) {
     size_t j = i;
+    while (j + 8 <= n) {
+      uint64_t w;
+      __builtin_memcpy(&w, in.data() + j, 8);
+      if (w & 0x8080808080808080ull) break;
+      j += 8;
+    }
     while (j < n && static_cast<unsigned char>(in[j]) < 0x80) ++j;
     if (j == n) {
       out->append(in.data() + i, n - i);
