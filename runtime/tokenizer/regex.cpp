@@ -8,7 +8,13 @@
 namespace laya::tok {
 namespace {
 
-constexpr std::string_view kWordClass = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}";
+// The word characters of each engine, measured against HF over every code point
+// (docs/tokenizers.md): Oniguruma's \w is Alphabetic, Mark, Nd and Pc (not Join_Control), plus,
+// outside a character class only, the six No characters ² ³ ¹ ¼ ½ ¾ of its Latin-1 table; Rust's
+// `regex` \w is UTS #18's Word (Alphabetic, Mark, Nd, Pc, Join_Control).
+constexpr std::string_view kOnigWord = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}";
+constexpr std::string_view kOnigLatin1Numbers = "\\x{B2}\\x{B3}\\x{B9}\\x{BC}-\\x{BE}";
+constexpr std::string_view kRustWord = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}";
 
 bool is_hex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -19,12 +25,42 @@ Status unsupported(std::string_view pattern, const char* what) {
                       static_cast<int>(pattern.size()), pattern.data(), what);
 }
 
+// Whether PCRE2 knows `name` as a script (then \p{name} is written \p{sc:name}: Oniguruma
+// matches a script by the Script property, PCRE2 10.42's \p{name} by Script_Extensions).
+bool is_script(std::string_view name) {
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')) return false;
+  }
+  const std::string probe = "\\p{sc:" + std::string(name) + "}";
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(probe.data()), probe.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+  if (!code) return false;
+  pcre2_code_free(code);
+  return true;
+}
+
+// Oniguruma's POSIX brackets under Unicode, as HF sees them; nullptr for one not mapped.
+const char* onig_posix(std::string_view name) {
+  if (name == "alpha") return "\\p{Alphabetic}";
+  if (name == "punct") return "\\p{P}\\p{S}";
+  if (name == "digit") return "\\p{Nd}";
+  if (name == "space") return "\\p{White_Space}";
+  if (name == "xdigit") return "0-9A-Fa-f";
+  if (name == "word") return kOnigWord.data();  // a literal: NUL-terminated
+  return nullptr;
+}
+
 }  // namespace
 
-Result<std::string> onig_to_pcre2(std::string_view p) {
+Result<std::string> translate_to_pcre2(std::string_view p, RegexDialect dialect) {
+  const bool onig = dialect == RegexDialect::kOniguruma;
+  const std::string_view wc = onig ? kOnigWord : kRustWord;
   std::string out;
   out.reserve(p.size() + 16);
-  const std::string word = "[" + std::string(kWordClass) + "]";
+  const std::string word =
+      "[" + std::string(wc) + std::string(onig ? kOnigLatin1Numbers : "") + "]";
   const std::string boundary =
       "(?:(?<=" + word + ")(?!" + word + ")|(?<!" + word + ")(?=" + word + "))";
   const std::string non_boundary =
@@ -45,7 +81,7 @@ Result<std::string> onig_to_pcre2(std::string_view p) {
           break;
         case 'w':
           if (depth > 0) {
-            out += kWordClass;
+            out += wc;
           } else {
             out += word;
           }
@@ -53,8 +89,7 @@ Result<std::string> onig_to_pcre2(std::string_view p) {
         case 'W':
           if (depth > 0) return unsupported(p, "\\W inside a character class");
           out += "[^";
-          out += kWordClass;
-          out += "]";
+          out += word.substr(1);
           break;
         case 'b':
           out += depth > 0 ? "\\b" : boundary;
@@ -63,9 +98,17 @@ Result<std::string> onig_to_pcre2(std::string_view p) {
           out += depth > 0 ? "\\B" : non_boundary;
           break;
         case 'h':
+          if (!onig) {
+            out += "\\h";
+            break;
+          }
           out += depth > 0 ? "0-9a-fA-F" : "[0-9a-fA-F]";
           break;
         case 'H':
+          if (!onig) {
+            out += "\\H";
+            break;
+          }
           if (depth > 0) return unsupported(p, "\\H inside a character class");
           out += "[^0-9a-fA-F]";
           break;
@@ -80,6 +123,23 @@ Result<std::string> onig_to_pcre2(std::string_view p) {
           }
           out += "\\u";
           break;
+        case 'p':
+        case 'P': {
+          const size_t close = p.find('}', i + 2);
+          if (i + 2 < n && p[i + 2] == '{' && close != std::string_view::npos &&
+              is_script(p.substr(i + 3, close - i - 3))) {
+            out += '\\';
+            out += d;
+            out += "{sc:";
+            out.append(p.substr(i + 3, close - i - 3));
+            out += '}';
+            i = close + 1;
+            continue;
+          }
+          out += c;
+          out += d;
+          break;
+        }
         default:
           out += c;
           out += d;
@@ -90,10 +150,20 @@ Result<std::string> onig_to_pcre2(std::string_view p) {
     }
     if (c == '[') {
       if (depth > 0 && i + 1 < n && p[i + 1] == ':') {
-        // POSIX bracket [:name:] inside a class: copy through ":]".
+        // POSIX bracket [:name:] (or [:^name:]) inside a class.
         const size_t close = p.find(":]", i + 2);
         if (close != std::string_view::npos) {
-          out.append(p.substr(i, close + 2 - i));
+          std::string_view name = p.substr(i + 2, close - i - 2);
+          if (onig) {
+            if (!name.empty() && name[0] == '^') {
+              return unsupported(p, "a negated POSIX bracket");
+            }
+            const char* mapped = onig_posix(name);
+            if (!mapped) return unsupported(p, "this POSIX bracket");
+            out += mapped;
+          } else {
+            out.append(p.substr(i, close + 2 - i));
+          }
           i = close + 2;
           continue;
         }
@@ -120,7 +190,7 @@ Result<std::string> onig_to_pcre2(std::string_view p) {
     if (c == '&' && depth > 0 && i + 1 < n && p[i + 1] == '&') {
       return unsupported(p, "character-class intersection (&&)");
     }
-    if (c == '(' && depth == 0 && i + 1 < n && p[i + 1] == '?') {
+    if (onig && c == '(' && depth == 0 && i + 1 < n && p[i + 1] == '?') {
       // Inline options (?imx-imx) / (?imx-imx: ...): Ruby's m is PCRE2's s.
       size_t j = i + 2;
       while (j < n && (p[j] == 'i' || p[j] == 'm' || p[j] == 'x' || p[j] == '-')) ++j;
@@ -158,7 +228,7 @@ Result<Regex> Regex::compile(std::string pcre_pattern, std::string_view shown, u
   PCRE2_SIZE off = 0;
   // PCRE2_LITERAL allows no option that changes how a pattern reads (UCP, MULTILINE).
   const uint32_t options =
-      (extra & PCRE2_LITERAL) ? PCRE2_UTF | extra : PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE | extra;
+      (extra & PCRE2_LITERAL) ? PCRE2_UTF | extra : PCRE2_UTF | PCRE2_UCP | extra;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pcre_pattern.data()),
                                    pcre_pattern.size(), options, &err, &off, cctx);
   pcre2_compile_context_free(cctx);
@@ -176,16 +246,14 @@ Result<Regex> Regex::compile(std::string pcre_pattern, std::string_view shown, u
   return r;
 }
 
-Result<Regex> Regex::onig(std::string_view pattern) {
+Result<Regex> Regex::hf(std::string_view pattern, RegexDialect dialect) {
   if (!unicode::utf8_valid(pattern)) {
     return Status(StatusCode::kInvalidArgument, "regex pattern is not valid UTF-8");
   }
-  LAYA_ASSIGN_OR_RETURN(std::string translated, onig_to_pcre2(pattern));
-  return compile(std::move(translated), pattern, 0);
-}
-
-Result<Regex> Regex::pcre2(std::string_view pattern) {
-  return compile(std::string(pattern), pattern, 0);
+  LAYA_ASSIGN_OR_RETURN(std::string translated, translate_to_pcre2(pattern, dialect));
+  // Ruby's ^ and $ are line anchors; Rust's are text anchors.
+  return compile(std::move(translated), pattern,
+                 dialect == RegexDialect::kOniguruma ? PCRE2_MULTILINE : 0);
 }
 
 Result<Regex> Regex::literal(std::string_view text) {

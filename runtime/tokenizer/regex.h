@@ -1,19 +1,25 @@
 // Pre-tokenizer and normalizer regular expressions on PCRE2 (UTF + UCP, JIT-compiled).
 //
-// Hugging Face `tokenizers` compiles tokenizer.json patterns with Oniguruma (Ruby grammar).
-// `Regex::onig` translates such a pattern to PCRE2 so that both give the same splits:
-//   \s \S      Oniguruma: Unicode White_Space. PCRE2's UCP \s also takes U+180E, so -> \p{White_Space}
-//   \w \W      Oniguruma: Alphabetic | M | Nd | Pc | Join_Control. PCRE2 10.42's UCP \w is L | N | _,
-//              so -> [\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}] (and its complement)
+// Hugging Face `tokenizers` compiles tokenizer.json patterns with Oniguruma (Ruby grammar) and a
+// few fixed ones (the Whitespace pre-tokenizer, added-token word checks) with Rust's `regex`.
+// `Regex::hf` translates a pattern of either dialect so that PCRE2 gives the same matches; every
+// class below was measured against HF over all code points (docs/tokenizers.md):
+//   \s \S      White_Space in both. PCRE2's UCP \s also takes U+180E -> \p{White_Space}
+//   \w \W      Oniguruma: Alphabetic | M | Nd | Pc, and outside a class also ² ³ ¹ ¼ ½ ¾ (its
+//              Latin-1 table); Rust: Alphabetic | M | Nd | Pc | Join_Control. PCRE2 10.42's UCP
+//              \w is L | N | _ -> explicit classes
 //   \b \B      word boundaries on that \w, written as lookarounds
-//   \h \H      Oniguruma: hex digit; PCRE2: horizontal space -> [0-9a-fA-F]
+//   \p{Script} Oniguruma matches the Script property, PCRE2 10.42 Script_Extensions -> \p{sc:..}
+//   \h \H      Oniguruma: hex digit (PCRE2: horizontal space) -> [0-9a-fA-F]
 //   \uHHHH     -> \x{HHHH}
-//   ^ $        Ruby's are line anchors: compiled with PCRE2_MULTILINE (newline = LF)
+//   ^ $        Ruby's are line anchors: Oniguruma patterns compile with PCRE2_MULTILINE
 //   (?m)       Ruby's m is "dot matches newline": -> (?s)
-//   [a&&b]     class intersection has no PCRE2 form: rejected (kUnsupported)
-// \d (Nd), \p{..} categories and scripts, (?i:..) (Unicode simple case folding), lookaround and
-// possessive forms mean the same in both. PCRE2 10.42 carries Unicode 14.0 tables, Oniguruma
-// 6.9.8 Unicode 15.0: characters assigned in 15.0 (mostly CJK Extension H) differ in \p{L}.
+//   [[:alpha:]] [[:punct:]] [[:digit:]] [[:space:]] [[:xdigit:]] [[:word:]]: Oniguruma's Unicode
+//              meaning (Alphabetic; P | S; Nd; White_Space; hex; \w); other POSIX brackets and
+//              class intersection (&&) have no PCRE2 form here: kUnsupported
+// \d (Nd), categories, (?i:..) (simple case folding), lookaround and possessive forms mean the
+// same in all three. PCRE2 10.42 carries Unicode 14.0 tables, HF's Oniguruma Unicode 16.0:
+// characters assigned since (9,272 letters, mostly CJK Extensions H and I) differ in \p{L}.
 //
 // Matching follows Oniguruma's find_iter (what HF iterates): search from the end of the previous
 // match; an empty match at the end of the previous match is skipped by advancing one character.
@@ -23,6 +29,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +42,8 @@ struct pcre2_real_jit_stack_8;
 struct pcre2_real_match_context_8;
 
 namespace laya::tok {
+
+enum class RegexDialect : uint8_t { kOniguruma, kRust };
 
 // Per-thread match state (match data, and a JIT stack grown on demand). Not shareable.
 class RegexScratch {
@@ -55,12 +64,10 @@ class Regex {
  public:
   Regex() = default;
 
-  // An Oniguruma (tokenizer.json) pattern, translated as described above. kInvalidArgument names
-  // the pattern and PCRE2's message and offset when it does not compile; kUnsupported for
-  // constructs with no PCRE2 equivalent.
-  static Result<Regex> onig(std::string_view pattern);
-  // A PCRE2 pattern as it is (UTF + UCP + MULTILINE).
-  static Result<Regex> pcre2(std::string_view pattern);
+  // A pattern HF compiles (tokenizer.json patterns are kOniguruma), translated as described
+  // above. kInvalidArgument names the pattern and PCRE2's message and offset when it does not
+  // compile; kUnsupported for constructs with no PCRE2 equivalent.
+  static Result<Regex> hf(std::string_view pattern, RegexDialect dialect);
   // Matches `text` literally.
   static Result<Regex> literal(std::string_view text);
 
@@ -108,7 +115,7 @@ class Regex {
   std::string pattern_;  // as given, for messages
 };
 
-// The translation Regex::onig applies (exposed for tests): Oniguruma syntax -> PCRE2 syntax.
-Result<std::string> onig_to_pcre2(std::string_view pattern);
+// The translation Regex::hf applies: a pattern of `dialect` in PCRE2 syntax.
+Result<std::string> translate_to_pcre2(std::string_view pattern, RegexDialect dialect);
 
 }  // namespace laya::tok

@@ -18,7 +18,7 @@ constexpr int32_t kMaxId = (1 << 24) - 1;
 // GPT-2's pre-tokenizer regex (HF ByteLevel, openai/gpt-2 encoder.py).
 constexpr std::string_view kGpt2Regex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-// HF Whitespace pre-tokenizer (a Rust `regex` pattern; its \w and \s are Oniguruma's).
+// HF Whitespace pre-tokenizer (a Rust `regex` pattern).
 constexpr std::string_view kWhitespaceRegex = R"(\w+|[^\w\s])"
                                               "+";
 
@@ -35,7 +35,7 @@ Result<char32_t> one_char(std::string_view s, const char* what) {
 }
 
 Result<Regex> pattern_regex(const std::string& pattern, bool is_regex) {
-  return is_regex ? Regex::onig(pattern) : Regex::literal(pattern);
+  return is_regex ? Regex::hf(pattern, RegexDialect::kOniguruma) : Regex::literal(pattern);
 }
 
 }  // namespace
@@ -154,9 +154,9 @@ Status TokenizerImpl::build(TokenizerSpec spec) {
       LAYA_ASSIGN_OR_RETURN(step.regex,
                             pattern_regex(step.spec.pattern, step.spec.pattern_is_regex));
     } else if (kind == PreTokenizerKind::kByteLevel && step.spec.use_regex) {
-      LAYA_ASSIGN_OR_RETURN(step.regex, Regex::onig(kGpt2Regex));
+      LAYA_ASSIGN_OR_RETURN(step.regex, Regex::hf(kGpt2Regex, RegexDialect::kOniguruma));
     } else if (kind == PreTokenizerKind::kWhitespace) {
-      LAYA_ASSIGN_OR_RETURN(step.regex, Regex::onig(kWhitespaceRegex));
+      LAYA_ASSIGN_OR_RETURN(step.regex, Regex::hf(kWhitespaceRegex, RegexDialect::kRust));
     } else if (kind == PreTokenizerKind::kMetaspace) {
       LAYA_ASSIGN_OR_RETURN(step.ch, one_char(step.spec.replacement, "Metaspace replacement"));
     } else if (kind == PreTokenizerKind::kCharDelimiterSplit) {
@@ -256,7 +256,7 @@ Status TokenizerImpl::build(TokenizerSpec spec) {
   raw_matcher.build();
   norm_matcher.build();
   if (any_single_word) {
-    LAYA_ASSIGN_OR_RETURN(word_char, Regex::onig("\\w"));
+    LAYA_ASSIGN_OR_RETURN(word_char, Regex::hf("\\w", RegexDialect::kRust));
   }
 
   // Post-processor.
