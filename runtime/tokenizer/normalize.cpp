@@ -10,6 +10,12 @@ using unicode::next_cp;
 
 void bert_clean(std::string_view in, std::string* out) {
   for (size_t i = 0; i < in.size();) {
+    const auto b = static_cast<unsigned char>(in[i]);
+    if (b >= 0x20 && b < 0x7F) {  // printable ASCII: kept as it is
+      out->push_back(static_cast<char>(b));
+      ++i;
+      continue;
+    }
     const size_t start = i;
     const char32_t c = next_cp(in, i);
     if (c == 0 || c == 0xFFFD || unicode::is_bert_control(c)) continue;
@@ -23,6 +29,10 @@ void bert_clean(std::string_view in, std::string* out) {
 
 void bert_chinese(std::string_view in, std::string* out) {
   for (size_t i = 0; i < in.size();) {
+    if (static_cast<unsigned char>(in[i]) < 0x80) {  // ASCII: never a CJK ideograph
+      out->push_back(in[i++]);
+      continue;
+    }
     const size_t start = i;
     const char32_t c = next_cp(in, i);
     if (unicode::is_bert_chinese(c)) {
@@ -86,15 +96,7 @@ void strip(std::string_view in, bool left, bool right, std::string* out) {
 
 }  // namespace
 
-Status TokenizerImpl::normalize(std::string_view in, ThreadState& ts, std::string* out,
-                                bool* first_kept) const {
-  // first_kept: the output's first character still comes from the input's first one (no step
-  // deleted a leading character); HF's offsets_original().0 stays 0 exactly then.
-  bool kept = true;
-  auto first_cp = [](std::string_view s) {
-    size_t i = 0;
-    return s.empty() ? char32_t{0} : next_cp(s, i);
-  };
+Status TokenizerImpl::normalize(std::string_view in, ThreadState& ts, std::string* out) const {
   std::string* cur = &ts.tmp;
   std::string* next = &ts.tmp2;
   cur->assign(in.data(), in.size());
@@ -119,17 +121,14 @@ Status TokenizerImpl::normalize(std::string_view in, ThreadState& ts, std::strin
         unicode::lowercase(s, next);
         break;
       case NormalizerKind::kStrip:
-        if (n.strip_left && !s.empty() && unicode::is_white_space(first_cp(s))) kept = false;
         strip(s, n.strip_left, n.strip_right, next);
         break;
       case NormalizerKind::kStripAccents:
-        if (unicode::is_mark(first_cp(s))) kept = false;
         filter_cps(s, next, [](char32_t c) { return !unicode::is_mark(c); });
         break;
       case NormalizerKind::kReplace: {
         size_t prev = 0;
         LAYA_RETURN_IF_ERROR(step.regex.for_each_match(s, ts.regex, [&](size_t b, size_t e) {
-          if (b == 0 && e > 0 && n.content.empty()) kept = false;
           next->append(s.data() + prev, b - prev);
           next->append(n.content);
           prev = e;
@@ -143,10 +142,10 @@ Status TokenizerImpl::normalize(std::string_view in, ThreadState& ts, std::strin
         break;
       case NormalizerKind::kBert: {
         std::string_view t = s;
-        std::string a, b;
+        std::string& a = ts.bert_a;
+        std::string& b = ts.bert_b;
+        a.clear();
         if (n.clean_text) {
-          const char32_t c = first_cp(t);
-          if (!t.empty() && (c == 0 || c == 0xFFFD || unicode::is_bert_control(c))) kept = false;
           bert_clean(t, &a);
           t = a;
         }
@@ -159,7 +158,6 @@ Status TokenizerImpl::normalize(std::string_view in, ThreadState& ts, std::strin
         if (n.strip_accents) {
           b.clear();
           LAYA_RETURN_IF_ERROR(unicode::normalize(t, unicode::NormalForm::kNfd, &b));
-          if (unicode::is_nonspacing_mark(first_cp(b))) kept = false;
           a.clear();
           filter_cps(b, &a, [](char32_t c) { return !unicode::is_nonspacing_mark(c); });
           t = a;
@@ -171,15 +169,9 @@ Status TokenizerImpl::normalize(std::string_view in, ThreadState& ts, std::strin
         }
         break;
       }
-      case NormalizerKind::kNmt: {
-        const char32_t c = first_cp(s);
-        if (!s.empty() && ((c >= 0x01 && c <= 0x08) || c == 0x0B || (c >= 0x0E && c <= 0x1F) ||
-                           c == 0x7F || c == 0x8F || c == 0x9F)) {
-          kept = false;
-        }
+      case NormalizerKind::kNmt:
         nmt(s, next);
         break;
-      }
       case NormalizerKind::kByteLevel:
         for (char ch : s) append_utf8(*next, byte_to_char(static_cast<uint8_t>(ch)));
         break;
@@ -187,7 +179,6 @@ Status TokenizerImpl::normalize(std::string_view in, ThreadState& ts, std::strin
     std::swap(cur, next);
   }
   out->swap(*cur);
-  if (first_kept) *first_kept = kept;
   return Status::ok();
 }
 

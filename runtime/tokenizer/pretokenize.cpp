@@ -51,6 +51,11 @@ Status regex_events(std::string_view s, const Regex& re, bool invert, ThreadStat
   return Status::ok();
 }
 
+// The origin bytes of p's sub-piece [b, e).
+uint32_t sub_origin(const Piece& p, size_t b, size_t e) {
+  return p.origin > b ? static_cast<uint32_t>(std::min<size_t>(p.origin, e) - b) : 0;
+}
+
 // NormalizedString::split: applies the behaviour to the events and appends the non-empty pieces.
 void emit(const Piece& p, const std::vector<Event>& ev, SplitBehavior beh, std::vector<Event>& kept,
           std::vector<Piece>* out) {
@@ -100,7 +105,7 @@ void emit(const Piece& p, const std::vector<Event>& ev, SplitBehavior beh, std::
   }
   for (const Event& e : kept) {
     if (e.end <= e.start) continue;
-    out->push_back({p.text.substr(e.start, e.end - e.start), p.at_origin && e.start == 0, false});
+    out->push_back({p.text.substr(e.start, e.end - e.start), sub_origin(p, e.start, e.end), false});
   }
 }
 
@@ -145,13 +150,14 @@ Status TokenizerImpl::pre_tokenize(Piece piece, ThreadState& ts,
             buf[0] = ' ';
             std::memcpy(buf + 1, q.text.data(), q.text.size());
             q.text = {buf, q.text.size() + 1};
+            if (q.origin > 0) ++q.origin;  // the space takes the first character's place
           }
           const size_t first = out->size();
           if (s.use_regex) {
             // Isolated: every match and every gap is a piece (straight from the matches).
             size_t prev = 0;
             auto piece = [&](size_t b, size_t e) {
-              if (e > b) out->push_back({q.text.substr(b, e - b), q.at_origin && b == 0, false});
+              if (e > b) out->push_back({q.text.substr(b, e - b), sub_origin(q, b, e), false});
             };
             LAYA_RETURN_IF_ERROR(
                 step.regex.for_each_match(q.text, ts.regex, [&](size_t b, size_t e) {
@@ -169,6 +175,8 @@ Status TokenizerImpl::pre_tokenize(Piece piece, ThreadState& ts,
             if (defer) {
               r.raw_bytes = true;
             } else {
+              r.origin =
+                  static_cast<uint32_t>(map_bytes(r.text.substr(0, r.origin), ts.arena).size());
               r.text = map_bytes(r.text, ts.arena);
             }
           }
@@ -180,18 +188,22 @@ Status TokenizerImpl::pre_tokenize(Piece piece, ThreadState& ts,
           t.clear();
           const bool starts =
               p.text.substr(0, rep.size()) == rep || (p.text.size() > 0 && p.text[0] == ' ');
+          uint32_t origin = 0;
           if (!starts && (s.prepend_scheme == PrependScheme::kAlways ||
-                          (s.prepend_scheme == PrependScheme::kFirst && p.at_origin))) {
+                          (s.prepend_scheme == PrependScheme::kFirst && p.origin > 0))) {
             t += rep;
+            if (p.origin > 0) origin += static_cast<uint32_t>(rep.size());
           }
-          for (char ch : p.text) {
-            if (ch == ' ') {
+          for (size_t k = 0; k < p.text.size(); ++k) {
+            const size_t before = t.size();
+            if (p.text[k] == ' ') {
               t += rep;
             } else {
-              t += ch;
+              t += p.text[k];
             }
+            if (k < p.origin) origin += static_cast<uint32_t>(t.size() - before);
           }
-          Piece q{ts.arena.copy(t), p.at_origin, false};
+          Piece q{ts.arena.copy(t), origin, false};
           if (s.split) {
             const char32_t r = step.ch;
             char_events(
@@ -245,7 +257,7 @@ Status TokenizerImpl::pre_tokenize(Piece piece, ThreadState& ts,
             for (uint32_t k = 0; k < s.length && i < p.text.size(); ++k) {
               i += unicode::utf8_len(static_cast<unsigned char>(p.text[i]));
             }
-            out->push_back({p.text.substr(b, i - b), p.at_origin && b == 0, false});
+            out->push_back({p.text.substr(b, i - b), sub_origin(p, b, i), false});
           }
           break;
         }

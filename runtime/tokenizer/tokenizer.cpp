@@ -167,6 +167,10 @@ Status TokenizerImpl::build(TokenizerSpec spec) {
     }
     pre_tokenizers.push_back(std::move(step));
   }
+  for (const PreStep& p : pre_tokenizers) {
+    track_origin = track_origin || (p.spec.kind == PreTokenizerKind::kMetaspace &&
+                                    p.spec.prepend_scheme == PrependScheme::kFirst);
+  }
   defer_byte_level = model.kind == ModelKind::kBpe && !pre_tokenizers.empty() &&
                      pre_tokenizers.back().spec.kind == PreTokenizerKind::kByteLevel;
   if (defer_byte_level) {
@@ -388,10 +392,21 @@ Status TokenizerImpl::encode_one(std::string_view text, const EncodeOptions& opt
     }
     if (seg.end <= seg.start) continue;
     std::string_view norm = text.substr(seg.start, seg.end - seg.start);
-    bool first_kept = true;
     if (!normalizers.empty()) {
-      LAYA_RETURN_IF_ERROR(normalize(norm, ts, &ts.norm, &first_kept));
+      LAYA_RETURN_IF_ERROR(normalize(norm, ts, &ts.norm));
       norm = ts.norm;
+    }
+    // Bytes of the normalized segment that come from the input's first character (HF aligns every
+    // character a normalizer makes from it, an NFKD expansion say, to original offset 0).
+    size_t first = 0;
+    if (track_origin && seg.start == 0) {
+      const std::string_view c0 =
+          text.substr(0, unicode::utf8_len(static_cast<unsigned char>(text[0])));
+      first = c0.size();
+      if (!normalizers.empty()) {
+        LAYA_RETURN_IF_ERROR(normalize(c0, ts, &ts.first));
+        first = ts.first.size();
+      }
     }
     std::vector<Segment>& subs = ts.segs_norm;
     if (norm_matcher.empty()) {
@@ -406,8 +421,9 @@ Status TokenizerImpl::encode_one(std::string_view text, const EncodeOptions& opt
         continue;
       }
       if (sub.end <= sub.start) continue;
-      const Piece piece{norm.substr(sub.start, sub.end - sub.start),
-                        seg.start == 0 && first_kept && sub.start == 0, false};
+      const auto origin =
+          static_cast<uint32_t>(sub.start < first ? std::min(first, sub.end) - sub.start : 0);
+      const Piece piece{norm.substr(sub.start, sub.end - sub.start), origin, false};
       std::vector<Piece>* pieces = nullptr;
       if (pre_tokenizers.empty()) {
         ts.pieces_a.assign(1, piece);

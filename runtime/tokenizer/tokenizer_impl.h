@@ -104,7 +104,9 @@ class Arena {
 // A piece of text on its way through the pipeline.
 struct Piece {
   std::string_view text;
-  bool at_origin = false;  // starts at offset 0 of the input (Metaspace prepend_scheme "first")
+  // How many leading bytes of `text` come from the input's first character (HF: have original
+  // offset 0); 0 when the piece does not start there. Metaspace prepend_scheme "first" uses it.
+  uint32_t origin = 0;
   bool raw_bytes = false;  // ByteLevel applied, mapping deferred: `text` holds the raw bytes
 };
 
@@ -153,7 +155,7 @@ struct ThreadState {
     bool is_match;
   };
   std::vector<Event> events, merged;
-  std::string norm, tmp, tmp2;
+  std::string norm, tmp, tmp2, first, bert_a, bert_b;
   // BPE work.
   struct Symbol {
     int32_t id;
@@ -261,8 +263,7 @@ class TokenizerImpl {
   bool bpe_encode(const Piece& piece, ThreadState& ts, std::vector<int32_t>* ids) const;
   bool bpe_scores_encode(std::string_view text, ThreadState& ts, std::vector<int32_t>* ids) const;
   bool wordpiece_encode(std::string_view text, ThreadState& ts, std::vector<int32_t>* ids) const;
-  Status normalize(std::string_view in, ThreadState& ts, std::string* out,
-                   bool* first_kept = nullptr) const;
+  Status normalize(std::string_view in, ThreadState& ts, std::string* out) const;
   Status pre_tokenize(Piece piece, ThreadState& ts, std::vector<Piece>** pieces) const;
   bool model_encode(const Piece& piece, ThreadState& ts, std::vector<int32_t>* ids) const;
   Status decode_chain(std::vector<std::string>& tokens, bool streaming) const;
@@ -303,6 +304,7 @@ class TokenizerImpl {
   std::vector<NormStep> normalizers;
   std::vector<PreStep> pre_tokenizers;
   bool defer_byte_level = false;  // the last pre-tokenizer is ByteLevel and the model is BPE
+  bool track_origin = false;      // a Metaspace pre-tokenizer has prepend_scheme "first"
   PostProcessorSpec post;
   std::vector<DecStep> decoders;
   SpecialTokenIds special_ids;

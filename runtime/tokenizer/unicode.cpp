@@ -115,6 +115,7 @@ bool is_white_space(char32_t c) {
 
 bool is_bert_control(char32_t c) {
   if (c == '\t' || c == '\n' || c == '\r') return false;
+  if (c < 0x80) return c < 0x20 || c == 0x7F;  // Cc; no other ASCII character is C*
   const utf8proc_category_t k = category(c);
   return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CO ||
          k == UTF8PROC_CATEGORY_CS;
