@@ -344,6 +344,9 @@ TEST_CASE("GGUF vocabularies: pre-tokenizer names and inconsistent metadata") {
   auto t = Tokenizer::create(std::move(spec).value());
   REQUIRE_MESSAGE(t.is_ok(), t.status().to_string());
   CHECK(t.value()->is_special(3));
+  CHECK(t.value()->is_added(3));
+  CHECK(!t.value()->is_added(2));
+  CHECK(t.value()->model_kind() == ModelKind::kBpe);
   CHECK(t.value()->special_ids().eos == 3);
 
   LlamaVocab bad = v;
