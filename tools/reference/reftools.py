@@ -240,3 +240,110 @@ def dump_json(obj, path):
     """Write `obj` as UTF-8 JSON in the `to_json_text` layout, with a final newline."""
     with open(path, "w", encoding="utf-8") as f:
         f.write(to_json_text(obj) + "\n")
+
+
+def train_pipeline_bpe(model_vocab_size):
+    """A BPE tokenizer that runs the HF pipeline parts the real tokenizers do not, so a port is checked
+    on each: NFKD, Lowercase, StripAccents, Replace (regex) and Strip normalizers; Split by regex (with
+    `\\b`, which matches empty strings) and by literal in several behaviours, Punctuation (contiguous),
+    Digits and Metaspace with prepend_scheme "first"; BPE with continuing_subword_prefix,
+    end_of_word_suffix and an unk token; added tokens with single_word, lstrip/rstrip and normalized
+    true/false; RobertaProcessing; decoders Replace (regex), BPEDecoder, Metaspace and Strip.
+
+    HF's trainer numbers "##" / "</w>" pieces in hash order (not reproducible), so a plain BPE of
+    about a quarter of `model_vocab_size` is trained on a chosen alphabet (as train_metaspace_bpe
+    does) and every piece and merge is then written in its four forms: as is, "##" + piece,
+    piece + "</w>" and "##" + piece + "</w>"."""
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.Sequence([
+        normalizers.NFKD(), normalizers.Lowercase(), normalizers.StripAccents(),
+        normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip(left=True, right=True)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"[0-9]+"), "merged_with_previous"),
+        pre_tokenizers.Split(Regex(r"\b"), "isolated"),
+        pre_tokenizers.Split(",", "merged_with_next"),
+        pre_tokenizers.Punctuation("contiguous"),
+        pre_tokenizers.Digits(individual_digits=False),
+        pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=True)])
+    lines = corpus_lines()
+    freq = {}
+    for line in lines:
+        for ch in tok.normalizer.normalize_str(line).replace(" ", "\u2581"):
+            freq[ch] = freq.get(ch, 0) + 1
+    alphabet = sorted(freq, key=lambda c: (-freq[c], ord(c)))[:90]
+    specials = ["<unk>", "<s>", "</s>"]
+    trainer = trainers.BpeTrainer(vocab_size=model_vocab_size // 4, min_frequency=2, special_tokens=specials,
+                                  initial_alphabet=alphabet, limit_alphabet=len(alphabet), **_trainer_kwargs())
+    tok.train_from_iterator(lines, trainer)
+    d = json.loads(tok.to_str())
+    trained = d["model"]
+    vocab = {t: i for i, t in enumerate(specials)}
+    for piece, _ in sorted(trained["vocab"].items(), key=lambda kv: kv[1]):
+        if piece not in specials:
+            for form in (piece, "##" + piece, piece + "</w>", "##" + piece + "</w>"):
+                vocab.setdefault(form, len(vocab))
+    merges = []
+    for m in trained["merges"]:
+        a, b = m.split(" ") if isinstance(m, str) else m
+        merges += [[a, "##" + b], ["##" + a, "##" + b], [a, "##" + b + "</w>"], ["##" + a, "##" + b + "</w>"]]
+    d["model"] = {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": "##",
+                  "end_of_word_suffix": "</w>", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": merges}
+    n = max(d["model"]["vocab"].values()) + 1
+    d["added_tokens"] += [
+        {"id": n, "content": "the", "single_word": True, "lstrip": False, "rstrip": True, "normalized": True,
+         "special": False},
+        {"id": n + 1, "content": "<SEP>", "single_word": False, "lstrip": True, "rstrip": True, "normalized": False,
+         "special": True},
+        {"id": n + 2, "content": " x", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+         "special": False}]
+    d["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", vocab["</s>"]], "cls": ["<s>", vocab["<s>"]],
+                           "trim_offsets": True, "add_prefix_space": False}
+    d["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"Regex": "#+"}, "content": ""},
+        {"type": "BPEDecoder", "suffix": "</w>"},
+        {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    return Tokenizer.from_str(json.dumps(d, ensure_ascii=False)), None
+
+
+def train_pipeline_wordlevel(model_vocab_size):
+    """A WordLevel tokenizer for the remaining parts: NFC, Nmt, Prepend and Replace (literal)
+    normalizers; CharDelimiterSplit, WhitespaceSplit, Whitespace and FixedLength pre-tokenizers; a
+    TemplateProcessing pair template; the CTC decoder."""
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Nmt(), normalizers.Prepend("^"),
+                                           normalizers.Replace("x", "ks")])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.CharDelimiterSplit("-"), pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Whitespace(),
+        pre_tokenizers.FixedLength(length=4)])
+    trainer = trainers.WordLevelTrainer(vocab_size=model_vocab_size, special_tokens=["<unk>", "<pad>", "<cls>", "<sep>"],
+                                        **_trainer_kwargs())
+    tok.train_from_iterator(corpus_lines(), trainer)
+    cls, sep = tok.token_to_id("<cls>"), tok.token_to_id("<sep>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<cls> $A <sep>", pair="<cls> $A <sep> $B:1 <sep>:1", special_tokens=[("<cls>", cls), ("<sep>", sep)])
+    tok.decoder = decoders.CTC(pad_token="<pad>", word_delimiter_token="|", cleanup=True)
+    return tok, None
+
+
+def train_sentencepiece_bpe(vocab_size):
+    """A SentencePiece BPE model (byte fallback, digits split, two user-defined symbols) as bytes: the
+    Llama 2 / TinyLlama kind of vocabulary, for the llama.cpp "llama" GGUF path and, converted by
+    transformers, for HF's Llama tokenizer.json layout."""
+    import io
+    import sentencepiece as spm
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus_lines()), model_writer=buf, vocab_size=vocab_size, model_type="bpe",
+        byte_fallback=True, character_coverage=0.995, num_threads=1, split_digits=True,
+        allow_whitespace_only_pieces=True, remove_extra_whitespaces=False, normalization_rule_name="identity",
+        user_defined_symbols=["<|user|>", "[MASK]"], minloglevel=2)
+    return buf.getvalue()
