@@ -10,12 +10,12 @@
 //   mixed  every state, header and option text of the typed-decisions and multilingual cases except
 //          the two long states, in file-name order, joined by "\n" (English, Arabic, CJK, JSON; 11 KB)
 //   long   typed-decisions/case_long_state.json's state (35 KB of repetitive English)
-// Tokenizers: modernbert (byte-level BPE, committed), minilm (WordPiece) and the trained
-// metaspace-bpe (Metaspace + byte fallback) when their files exist (tools/fetch-models.sh,
-// tests/fixtures/tokenizers/).
+// Tokenizers: modernbert (byte-level BPE), metaspace-bpe (trained; Metaspace + byte fallback),
+// smollm2 (its GGUF vocabulary: byte-level BPE with llama.cpp's smollm pre-tokenizer), llama-spm
+// (a trained SentencePiece GGUF vocabulary: BPE by scores), and minilm (WordPiece); all from
+// tests/fixtures.
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "runtime/json.h"
+#include "runtime/tokenizer/llama_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/tokenizer_json.h"
 
@@ -116,6 +117,36 @@ void load(const std::string& name, const fs::path& path) {
   tokenizers().push_back({name, std::move(copy), std::move(t).value()});
 }
 
+// A GGUF vocabulary fixture (tests/fixtures/tokenizers/*.vocab.json: LlamaVocab's fields).
+void load_vocab(const std::string& name, const fs::path& path) {
+  if (!fs::exists(path)) return;
+  laya::Result<laya::json::Value> doc = laya::json::parse(read_file(path));
+  if (!doc.is_ok()) return;
+  const laya::json::Value& d = doc.value();
+  laya::tok::LlamaVocab v;
+  v.model = d.find("model")->as_string();
+  v.pre = d.find("pre")->as_string();
+  for (const auto& t : d.find("tokens")->items()) v.tokens.push_back(t.as_string());
+  for (const auto& x : d.find("scores")->items())
+    v.scores.push_back(static_cast<float>(x.as_double()));
+  for (const auto& x : d.find("token_types")->items()) {
+    v.token_types.push_back(static_cast<int32_t>(*x.as_int64()));
+  }
+  for (const auto& m : d.find("merges")->items()) v.merges.push_back(m.as_string());
+  auto id = [&](const char* k) { return static_cast<int32_t>(*d.find(k)->as_int64()); };
+  v.bos_id = id("bos_id");
+  v.eos_id = id("eos_id");
+  v.unk_id = id("unk_id");
+  v.add_bos = static_cast<int8_t>(id("add_bos"));
+  v.add_space_prefix = static_cast<int8_t>(id("add_space_prefix"));
+  laya::Result<TokenizerSpec> spec = laya::tok::spec_from_llama_vocab(v);
+  if (!spec.is_ok()) return;
+  TokenizerSpec copy = spec.value();
+  laya::Result<std::unique_ptr<Tokenizer>> t = Tokenizer::create(std::move(spec).value());
+  if (!t.is_ok()) return;
+  tokenizers().push_back({name, std::move(copy), std::move(t).value()});
+}
+
 void count(benchmark::State& state, size_t tokens, size_t bytes) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens) * state.iterations(),
                                                   benchmark::Counter::kIsRate);
@@ -178,13 +209,11 @@ void bm_laya_request(benchmark::State& state, const Loaded* t, const Case* c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* cache = std::getenv("LAYA_MODEL_CACHE");
-  const fs::path models =
-      cache ? fs::path(cache)
-            : fs::path(std::getenv("HOME") ? std::getenv("HOME") : ".") / ".cache" / "laya-models";
   load("modernbert", kFixtures / "modernbert" / "tokenizer.json");
-  load("minilm", models / "minilm" / "model" / "tokenizer.json");
+  load("minilm", kFixtures / "tokenizers" / "minilm.tokenizer.json");
   load("metaspace-bpe", kFixtures / "tokenizers" / "metaspace-bpe.tokenizer.json");
+  load_vocab("smollm2", LAYA_SMOLLM2_VOCAB);
+  load_vocab("llama-spm", kFixtures / "tokenizers" / "llama-spm.vocab.json");
   static const std::map<std::string, std::string> all_texts = texts();
   for (const Loaded& t : tokenizers()) {
     for (const auto& [name, text] : all_texts) {

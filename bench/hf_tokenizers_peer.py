@@ -5,7 +5,7 @@
 
 Needs the `tokenizers` package (tools/reference/setup-venv.sh makes a venv with it). Builds the same
 texts as the C++ benchmark (see its header) from tests/fixtures/laya-golden, loads the same
-tokenizer files (LAYA_MODEL_CACHE or ~/.cache/laya-models for MiniLM), and prints, per tokenizer and
+tokenizer files (LAYA_MODEL_CACHE or ~/.cache/laya-models for the SmolLM2 GGUF), and prints, per tokenizer and
 text, the median CPU time of `Tokenizer.encode(text, add_special_tokens=False)` with HF's word
 cache warm and cold (`model._clear_cache()` before each call), as tokens/s and MB/s, plus the
 median time of the encodes one recorded Laya request needs (ModernBERT).
@@ -66,8 +66,12 @@ def main():
     cache = os.environ.get("LAYA_MODEL_CACHE", os.path.expanduser("~/.cache/laya-models"))
     files = {
         "modernbert": os.path.join(FIXTURES, "modernbert", "tokenizer.json"),
-        "minilm": os.path.join(cache, "minilm", "model", "tokenizer.json"),
+        "minilm": os.path.join(FIXTURES, "tokenizers", "minilm.tokenizer.json"),
         "metaspace-bpe": os.path.join(FIXTURES, "tokenizers", "metaspace-bpe.tokenizer.json"),
+        # HF's side of the two GGUF vocabularies: transformers' conversions (SmolLM2's with its own
+        # Digits pre-tokenizer put back, as tools/reference/make_tokenizer_cases.py records it)
+        "smollm2": os.path.join(cache, "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "llama-spm (llama-hf)": os.path.join(FIXTURES, "tokenizers", "llama-hf.tokenizer.json"),
     }
     print("tokenizers %s, python %s, RAYON_NUM_THREADS=%s" % (__version__, sys.version.split()[0],
                                                             os.environ["RAYON_NUM_THREADS"]))
@@ -79,7 +83,12 @@ def main():
         if not os.path.exists(path):
             print("| %s | (missing: %s) | | | | | |" % (name, path))
             continue
-        tok = Tokenizer.from_file(path)
+        if path.endswith(".gguf"):
+            sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
+            import make_tokenizer_cases
+            tok = make_tokenizer_cases.smollm2_tokenizer(path)[0]
+        else:
+            tok = Tokenizer.from_file(path)
         tok.no_truncation()
         tok.no_padding()
         loaded[name] = tok
