@@ -4,6 +4,8 @@
 //   laya-run run MODEL.laya [--dim NAME=N]... [--input NAME=FILE.npy]... [--seed N] [--repeat N]
 //                [--threads N] [--kernels K] [--backends A,B] [--save DIR] [--profile]
 //   laya-run backends
+//   laya-run route --request REQ.json [router options]          (tools/laya-run/decide.cpp)
+//   laya-run decide --model M.laya --request REQ.json [--explain]
 //
 // Exit codes: 0 success, 1 the model or the runtime failed (message on stderr), 2 bad arguments.
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "ir/model_file.h"
 #include "kernels/kernels.h"
 #include "runtime/session.h"
+#include "tools/laya-run/commands.h"
 #include "tools/laya-run/npy.h"
 
 namespace {
@@ -36,6 +39,8 @@ constexpr const char* kUsage =
     "  laya-run inspect MODEL.laya [options]   ops, parameters, inputs/outputs, memory plan\n"
     "  laya-run run MODEL.laya [options]       run once or more, print outputs and wall time\n"
     "  laya-run backends                       list the HAL backends in this build\n"
+    "  laya-run decide --model M --request R   a typed decision (the SDK's result as JSON)\n"
+    "  laya-run route --request R              the checkpoint the Laya router would choose\n"
     "  laya-run COMMAND --help                 options of a command\n"
     "\n"
     "exit codes: 0 ok, 1 model or runtime error, 2 bad arguments\n";
@@ -626,6 +631,8 @@ int main(int argc, char** argv) {
   }
   if (cmd == "inspect") return cmd_inspect(argc, argv);
   if (cmd == "run") return cmd_run(argc, argv);
+  if (cmd == "decide") return laya::tools::cmd_decide(argc, argv);
+  if (cmd == "route") return laya::tools::cmd_route(argc, argv);
   if (cmd == "backends") {
     if (argc > 2 && (std::strcmp(argv[2], "--help") == 0 || std::strcmp(argv[2], "-h") == 0)) {
       std::printf(

@@ -1,0 +1,21 @@
+// laya-run's decision commands (decide.cpp); main.cpp dispatches to them.
+#pragma once
+
+#include <string>
+
+#include "ir/status.h"
+#include "runtime/json.h"
+
+namespace laya::tools {
+
+// `laya-run route`: the checkpoint the upstream Router would choose for a request body.
+int cmd_route(int argc, char** argv);
+// `laya-run decide`: a typed decision on a .laya model (or --explain: the rows it would read).
+int cmd_decide(int argc, char** argv);
+
+// The request file's bytes ("-": stdin); kRequestTooLarge past 2 MiB.
+Result<std::string> read_request_file(const std::string& path);
+// One line of JSON (non-ASCII kept) on stdout.
+void print_json(const json::Value& v);
+
+}  // namespace laya::tools
