@@ -185,14 +185,14 @@ struct WordCount {
 };
 
 std::vector<WordCount> count_words(const std::vector<U32V>& words) {
+  std::vector<U32V> sorted = words;
+  std::sort(sorted.begin(), sorted.end());
   std::vector<WordCount> out;
-  for (U32V w : words) {
-    std::string u = py::encode(w);
-    auto it = std::find_if(out.begin(), out.end(), [&](const WordCount& x) { return x.word == u; });
-    if (it == out.end())
-      out.push_back({std::move(u), 1});
-    else
-      ++it->count;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i + 1;
+    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+    out.push_back({py::encode(sorted[i]), static_cast<int>(j - i)});
+    i = j;
   }
   return out;
 }
@@ -261,18 +261,23 @@ void iter_text(const json::Value& v, int depth, std::vector<U32>& leaves,
   }
 }
 
-std::vector<U32> leaves_of(const json::Value& state,
-                           std::vector<std::optional<std::vector<json::Value>>>* paths = nullptr) {
-  std::vector<U32> leaves;
-  iter_text(state, 0, leaves, paths, std::vector<json::Value>{});
-  return leaves;
+// The string leaves of a state, decoded once, with their paths when `with_paths`.
+struct Leaves {
+  std::vector<U32> text;
+  std::vector<std::optional<std::vector<json::Value>>> paths;
+};
+
+Leaves leaves_of(const json::Value& state, bool with_paths) {
+  Leaves l;
+  iter_text(state, 0, l.text, with_paths ? &l.paths : nullptr, std::vector<json::Value>{});
+  return l;
 }
 
-U32 state_text(const json::Value& state) {
+U32 state_text(const Leaves& leaves) {
   U32 out;
   int budget = kMaxChars;
   bool first = true;
-  for (const U32& leaf : leaves_of(state)) {
+  for (const U32& leaf : leaves.text) {
     if (budget <= 0) break;
     if (!first) out.push_back(U' ');
     first = false;
@@ -537,22 +542,19 @@ std::vector<U32V> split_lines(U32V s) {
   return out;
 }
 
-Source make_source(const std::vector<std::optional<std::vector<json::Value>>>& paths, size_t index,
-                   size_t line) {
+Source make_source(const Leaves& leaves, size_t index, size_t line) {
   Source s;
   s.leaf_index = static_cast<int>(index);
-  s.path = paths[index];
+  if (index < leaves.paths.size()) s.path = leaves.paths[index];
   s.line = static_cast<int>(line);
   return s;
 }
 
 // _non_english_segment(state): the first line or field that names a non-English language.
-bool non_english_segment(const json::Value& state, Diagnostic* diag, std::string* lang, U32* seg) {
-  std::vector<std::optional<std::vector<json::Value>>> paths;
-  const std::vector<U32> leaves = leaves_of(state, &paths);
+bool non_english_segment(const Leaves& leaves, Diagnostic* diag, std::string* lang, U32* seg) {
   size_t seen = 0;
-  for (size_t index = 0; index < leaves.size(); ++index) {
-    const std::vector<U32V> lines = split_lines(leaves[index]);
+  for (size_t index = 0; index < leaves.text.size(); ++index) {
+    const std::vector<U32V> lines = split_lines(leaves.text[index]);
     for (size_t line = 0; line < lines.size(); ++line) {
       if (seen >= static_cast<size_t>(kMaxChars)) return false;
       const U32V s = lines[line].substr(0, kMaxChars - seen);
@@ -562,7 +564,7 @@ bool non_english_segment(const json::Value& state, Diagnostic* diag, std::string
         if (diag) {
           diag->stage = "segment";
           diag->reason = "named_segment";
-          diag->source = make_source(paths, index, line + 1);
+          diag->source = make_source(leaves, index, line + 1);
         }
         *lang = *named;
         *seg = U32(py::strip(s));
@@ -650,15 +652,15 @@ json::Value to_json(const Det& d, const Diagnostic* diag) {
 json::Value analyse_state(const json::Value& state, bool explain) {
   Diagnostic diag_storage;
   Diagnostic* diag = explain ? &diag_storage : nullptr;
-  Det result = analyse_text(state_text(state), diag);
+  const Leaves leaves = leaves_of(state, explain);
+  Det result = analyse_text(state_text(leaves), diag);
   if (result.script == "latin" && result.is_english) {
-    const std::vector<U32> leaves = leaves_of(state);
-    const bool multi =
-        leaves.size() > 1 || std::any_of(leaves.begin(), leaves.end(),
-                                         [](const U32& l) { return l.find(U'\n') != U32::npos; });
+    const bool multi = leaves.text.size() > 1 ||
+                       std::any_of(leaves.text.begin(), leaves.text.end(),
+                                   [](const U32& l) { return l.find(U'\n') != U32::npos; });
     std::string lang;
     U32 seg;
-    if (multi && non_english_segment(state, diag, &lang, &seg)) {
+    if (multi && non_english_segment(leaves, diag, &lang, &seg)) {
       result.language = lang;
       result.is_english = false;
       result.undecided = false;
@@ -666,22 +668,20 @@ json::Value analyse_state(const json::Value& state, bool explain) {
     }
   }
   if (state.is_string() || state.is_null() || !result.is_english) return to_json(result, diag);
-  std::vector<std::optional<std::vector<json::Value>>> paths;
-  const std::vector<U32> leaves = leaves_of(state, &paths);
   std::optional<Det> best;
   size_t best_n = 0;
   Source best_source;
   std::string best_reason;
-  for (size_t index = 0; index < leaves.size(); ++index) {
+  for (size_t index = 0; index < leaves.text.size(); ++index) {
     int line = 0;
     std::string reason;
-    std::optional<Det> det = leaf_non_english(leaves[index], &line, &reason);
+    std::optional<Det> det = leaf_non_english(leaves.text[index], &line, &reason);
     if (!det) continue;
-    const size_t n_alpha = count_alpha(U32V(leaves[index]).substr(0, kMaxChars));
+    const size_t n_alpha = count_alpha(U32V(leaves.text[index]).substr(0, kMaxChars));
     if (!best || n_alpha > best_n) {
       best_n = n_alpha;
       best = std::move(det);
-      best_source = make_source(paths, index, static_cast<size_t>(line));
+      best_source = make_source(leaves, index, static_cast<size_t>(line));
       best_reason = reason;
     }
   }

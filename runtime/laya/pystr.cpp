@@ -14,12 +14,32 @@ namespace t = tables;
 
 namespace {
 
-uint16_t flags_of(char32_t c) {
+uint16_t flags_search(char32_t c) {
   if (c > 0x10FFFF) return 0;
   const auto* end = std::end(t::kCharRuns);
   const auto* it = std::upper_bound(std::begin(t::kCharRuns), end, static_cast<uint32_t>(c),
                                     [](uint32_t v, const t::CharRun& r) { return v < r.first; });
   return (it - 1)->flags;
+}
+
+// The first 0x800 code points (Latin, Greek, Cyrillic, combining marks, ...) by direct lookup.
+constexpr uint32_t kDirect = 0x800;
+struct DirectTable {
+  uint16_t flags[kDirect];
+};
+constexpr DirectTable make_direct() {
+  DirectTable d{};
+  size_t run = 0;
+  for (uint32_t c = 0; c < kDirect; ++c) {
+    while (run + 1 < std::size(t::kCharRuns) && t::kCharRuns[run + 1].first <= c) ++run;
+    d.flags[c] = t::kCharRuns[run].flags;
+  }
+  return d;
+}
+constexpr DirectTable kDirectTable = make_direct();
+
+inline uint16_t flags_of(char32_t c) {
+  return c < kDirect ? kDirectTable.flags[c] : flags_search(c);
 }
 
 bool has(char32_t c, uint16_t f) {
