@@ -13,8 +13,8 @@
 //   - the state is tokenized once and every question's head once; each (state, question) is one
 //     row; rows of `batch_size` states (all states by default) go through the network together;
 //   - answers, usage and the min_confidence gate per state (answers.h);
-//   - `schema` requests return dataclasses.asdict(Agent.decide(..., return_details=True))
-//     (schema.h); the batch form returns a list of results.
+//   - `schema` requests return Agent.decide's values, or with `return_details` its
+//     DecisionResult as an object (schema.h); the batch form returns a list of results.
 // Refusals (a question whose options do not fit max_len) carry the request error classes.
 #pragma once
 

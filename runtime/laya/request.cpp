@@ -449,6 +449,10 @@ Result<DecisionRequest> parse_request(const Value& body) {
     return invalid("request body must carry either 'state' or 'states', not both");
   req.batch = batch;
   req.schema = schema;
+  if (const Value* rd = body.find("return_details"); rd && !rd->is_null()) {
+    if (!rd->is_bool()) return unprocessable("return_details must be a boolean");
+    req.return_details = rd->as_bool();
+  }
 
   // Shortlisting narrows a choice before it is read, so its per-choice cap is the total cap, as
   // upstream's server raises it for the elimination path.

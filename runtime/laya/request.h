@@ -7,6 +7,8 @@
 //   states           instead of `state`: a list of states -> the result is a list (predict_batch)
 //   questions        {id: {type: choice|score|noul, instructions, criteria?, labels?, option_order?}}
 //   schema           instead of `questions`: a JSON schema (Agent.decide; see schema.h)
+//   return_details   with `schema`: true -> decide's DecisionResult as an object; false (the
+//                    default, as Agent.decide) -> the schema-shaped values
 //   min_confidence   a number in [0, 1], or {bucket: number} with buckets "choice:2", "score:3-5",
 //                    "noul:2", ..., "default"
 //   max_len, head_max_len   per-call token budgets (positive integers, at most 8192)
@@ -103,6 +105,7 @@ struct DecisionRequest {
   std::optional<int> batch_size;
   std::optional<int> shortlist_k;  // set when the body asks for a shortlist
   bool schema = false;             // a schema request: `fields` planned the questions
+  bool return_details = false;     // schema: the DecisionResult rather than the values
   std::vector<SchemaField> fields;
   // Routing fields, validated; null when absent.
   json::Value model, task, lang, lang_guess;

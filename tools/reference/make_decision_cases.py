@@ -159,7 +159,7 @@ CASES = [
          "tier": {"$ref": "#/$defs/Tier"}, "opt": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
          "yes": {"enum": [True, False]}},
          "$defs": {"Tier": {"enum": ["free", "pro"], "description": "ignored"}}},
-      "min_confidence": 0.55}),
+      "min_confidence": 0.55, "return_details": True}),
     ("schema_batch", SMALL,
      {"states": [TICKET, "all good, thanks"], "schema": {"properties": {
          "ok": {"type": "boolean"}, "level": {"type": ["integer", "null"], "minimum": 0, "maximum": 2}}}}),
@@ -374,12 +374,14 @@ def run_case(tok, name, settings, body, seed):
         serve_checks(body, shortlist)
         kwargs = {k: body[k] for k in ("max_len", "head_max_len", "min_confidence") if body.get(k) is not None}
         if "schema" in body:
+            details = bool(body.get("return_details"))
             if "states" in body:
                 from laya.structured import decide_batch
-                res = [dataclasses.asdict(d) for d in
-                       decide_batch(agent, body["states"], body["schema"], return_details=True, **kwargs)]
+                res = decide_batch(agent, body["states"], body["schema"], return_details=details, **kwargs)
+                res = [dataclasses.asdict(d) if details else d for d in res]
             else:
-                res = dataclasses.asdict(decide(agent, body["state"], body["schema"], return_details=True, **kwargs))
+                res = decide(agent, body["state"], body["schema"], return_details=details, **kwargs)
+                res = dataclasses.asdict(res) if details else res
         elif shortlist:
             k = 20 if shortlist is True else shortlist
             res = predict_shortlist(agent, body["state"], body["questions"], fake_embed(rec), k=k, **kwargs)
