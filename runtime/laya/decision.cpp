@@ -195,13 +195,13 @@ Result<Value> run_decision(const DecisionRequest& req, const TextEncoder& tok,
     }
   }
   for (Value& r : results) apply_confidence_gate(r, req.min_confidence);
-  if (req.shortlist_k) results[0].set("shortlist", std::move(shortlist_meta));
+  if (req.shortlist_k && !results.empty()) results[0].set("shortlist", std::move(shortlist_meta));
   if (req.schema)
     for (Value& r : results) {
       Value details = decision_details(req.fields, r);
       r = req.return_details ? std::move(details) : *details.find("values");
     }
-  if (!req.batch) return std::move(results[0]);
+  if (!req.batch && !results.empty()) return std::move(results[0]);
   return Value::array(std::move(results));
 }
 

@@ -433,7 +433,93 @@ Result<DecisionRequest> parse_request(std::string_view body) {
   return parse_request(*v);
 }
 
-Result<DecisionRequest> parse_request(const Value& body) {
+namespace {
+
+// The SDK's own checks (RequestMode::kLibrary), in the order Agent.predict_batch,
+// predict_shortlist and decide make them.
+Result<DecisionRequest> parse_library(const Value& body) {
+  DecisionRequest req;
+  if (!body.is_object()) return invalid("the request must be a JSON object");
+  req.batch = body.find("states") != nullptr;
+  const Value* schema = body.find("schema");
+  const Value* questions = body.find("questions");
+  if (schema && !schema->is_null()) {
+    if (questions && !questions->is_null())
+      return unprocessable("pass exactly one of schema= or questions=");
+    req.schema = true;
+  }
+  if (const Value* rd = body.find("return_details"); rd && !rd->is_null()) {
+    if (!rd->is_bool()) return unprocessable("return_details must be a boolean");
+    req.return_details = rd->as_bool();
+  }
+  auto questions_dict = [&](const Value* q) -> Status {
+    if (!q || !q->is_object())
+      return invalid(std::string("questions must be a dict of question id -> definition, got ") +
+                     (q ? py::type_name(*q) : "NoneType"));
+    return Status::ok();
+  };
+  if (const Value* sl = body.find("shortlist");
+      sl && !sl->is_null() && !(sl->is_bool() && !sl->as_bool())) {
+    LAYA_RETURN_IF_ERROR(questions_dict(questions));
+    if (sl->is_bool())
+      req.shortlist_k = kDefaultShortlistK;
+    else if (sl->is_integer() && sl->as_int64() && *sl->as_int64() >= 1 &&
+             *sl->as_int64() <= 1000000)
+      req.shortlist_k = static_cast<int>(*sl->as_int64());
+    else
+      return unprocessable("k must be a positive integer, got " + py::repr(*sl));
+  }
+  if (const Value* mc = body.find("min_confidence"); mc && !mc->is_null()) {
+    LAYA_ASSIGN_OR_RETURN(req.min_confidence, check_min_confidence(*mc));
+  }
+  Value planned;
+  if (req.schema) {
+    LAYA_ASSIGN_OR_RETURN(req.fields, plan_schema(*schema));
+    planned = Value::object();
+    for (const SchemaField& f : req.fields) planned.set(f.name, f.question);
+    questions = &planned;
+  }
+  if (req.batch) {
+    const Value& states = *body.find("states");
+    if (states.is_string() || states.is_object())
+      return invalid(
+          "predict_batch expects a list of states; pass a single state to predict()/system_one().");
+    if (!states.is_array()) return invalid("states must be a list of states");
+    LAYA_RETURN_IF_ERROR(questions_dict(questions));
+    for (const Value& s : states.items()) {
+      if (s.is_null()) return invalid("state must not be None; pass a string, dict, or list");
+      req.states.push_back(s);
+    }
+  } else {
+    LAYA_RETURN_IF_ERROR(questions_dict(questions));
+    const Value* state = body.find("state");
+    if (!state || state->is_null())
+      return invalid("state must not be None; pass a string, dict, or list");
+    req.states.push_back(*state);
+  }
+  for (const char* key : {"max_len", "head_max_len"}) {
+    const Value* v = body.find(key);
+    if (!v || v->is_null()) continue;
+    if (!v->is_integer() || !v->as_int64())
+      return unprocessable(std::string(key) + " must be an integer");
+    (std::string(key) == "max_len" ? req.max_len : req.head_max_len) =
+        static_cast<int>(std::clamp<int64_t>(*v->as_int64(), 0, int64_t{1} << 30));
+  }
+  if (const Value* bs = body.find("batch_size");
+      bs && bs->is_integer() && bs->as_int64() && *bs->as_int64() > 0)
+    req.batch_size = static_cast<int>(std::min<int64_t>(*bs->as_int64(), int64_t{1} << 30));
+  if (req.states.empty()) return req;  // predict_batch([]) answers [] before reading questions
+  for (const auto& m : questions->members()) {
+    LAYA_ASSIGN_OR_RETURN(Question q, parse_question(m.key, m.value));
+    req.questions.push_back(std::move(q));
+  }
+  return req;
+}
+
+}  // namespace
+
+Result<DecisionRequest> parse_request(const Value& body, RequestMode mode) {
+  if (mode == RequestMode::kLibrary) return parse_library(body);
   DecisionRequest req;
   const bool batch = body.is_object() && body.find("states");
   const bool schema = body.is_object() && body.find("schema") && !body.find("questions");

@@ -111,9 +111,20 @@ struct DecisionRequest {
   json::Value model, task, lang, lang_guess;
 };
 
+// Which layer's checks apply.
+//  kServer   upstream's HTTP server (laya-serve) in front of the SDK: every check above.
+//  kLibrary  the SDK called directly (Agent.predict / predict_batch / predict_shortlist / decide
+//            with the body's fields as arguments): no server limits, refusals or routing-field
+//            checks, budgets not capped; what the SDK itself raises, in its order, with its
+//            messages: a null state or a non-list `states` (TypeError: kRequestInvalid), a
+//            `questions` that is not an object, min_confidence, shortlist k, the questions.
+//            Empty `states` answer an empty list.
+enum class RequestMode : uint8_t { kServer, kLibrary };
+
 // Parses and validates a request body (see the list above). Never reads more than kMaxBodyBytes.
 Result<DecisionRequest> parse_request(std::string_view body);
-Result<DecisionRequest> parse_request(const json::Value& body);
+Result<DecisionRequest> parse_request(const json::Value& body,
+                                      RequestMode mode = RequestMode::kServer);
 
 // Agent._check_question + _to_internal for one question definition (exposed for schema.h and
 // tests): kRequestUnprocessable naming the question and the problem.
