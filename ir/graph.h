@@ -185,9 +185,12 @@ bool graph_equal(const Graph& a, const Graph& b, std::string* why = nullptr);
 // op, inputs, non-default attributes, every output's type), outputs. Expects a verified graph.
 std::string graph_print(const Graph& g);
 
-// Number of parameters (weight elements) and bytes per dtype.
+// Number of parameters (weight elements) and bytes, in total and per dtype. Counted in checked
+// arithmetic: a count that would overflow (possible only in an unverified graph) saturates at
+// INT64_MAX.
 struct WeightStats {
   int64_t params = 0;
+  int64_t params_by_dtype[static_cast<size_t>(DType::kCount)] = {};
   uint64_t bytes_by_dtype[static_cast<size_t>(DType::kCount)] = {};
 };
 WeightStats graph_weight_stats(const Graph& g);

@@ -178,7 +178,7 @@ Graph make_full_graph() {
   const int batch = b.symbol("batch", 1, 4);
   const int seq = b.symbol("seq", 1, 128);
   const int past = b.symbol("past", 0, 1024);
-  const Dim B = Dim::sym(batch), S = Dim::sym(seq), T = Dim::sym(past) + Dim::sym(seq);
+  const Dim B = Dim::sym(batch), S = Dim::sym(seq), T = *dim_add(Dim::sym(past), Dim::sym(seq));
   const int64_t d = 64, hd = 16, n_kv = 2, vocab = 64;
   const ValueId ids = b.input("ids", DType::kI32, Shape::of({B, S}), InputRole::kTokenIds);
   const ValueId pos = b.input("pos", DType::kI32, Shape::of({B, S}), InputRole::kPositions);

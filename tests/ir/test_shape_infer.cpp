@@ -23,7 +23,7 @@ struct Fx {
 
   Dim B() const { return Dim::sym(batch); }
   Dim S() const { return Dim::sym(seq); }
-  Dim T() const { return Dim::sym(past) + Dim::sym(seq); }  // KV length
+  Dim T() const { return plus(Dim::sym(past), Dim::sym(seq)); }  // KV length
   static Dim F(int64_t v) { return Dim::fixed(v); }
 
   ValueId in(const std::string& name, const Shape& s, DType dt = DType::kF32) {
@@ -154,7 +154,7 @@ TEST_CASE("matmul: [..., K] x [N, K] (+ bias [N]) -> [..., N]; leading symbolic 
   Fx f;
   const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(64)}));
   const ValueId x1 = f.in("x1", Shape::fixed({64}));
-  const ValueId xs = f.in("xs", Shape::of({Dim::sym(f.seq, 3) + Dim::fixed(1), f.F(64)}));
+  const ValueId xs = f.in("xs", Shape::of({plus(Dim::sym(f.seq, 3), Dim::fixed(1)), f.F(64)}));
   const ValueId w = f.w("w", Shape::fixed({32, 64}));
   const ValueId bias = f.w("bias", Shape::fixed({32}));
   const ValueId y = f.b.matmul(x, w, bias);
@@ -179,7 +179,7 @@ TEST_CASE("matmul: [..., K] x [N, K] (+ bias [N]) -> [..., N]; leading symbolic 
   const Graph g = f.done();
   check_type(g, y, DType::kF32, Shape::of({f.B(), f.S(), f.F(32)}));
   check_type(g, y1, DType::kF32, Shape::fixed({32}));
-  check_type(g, ys, DType::kF32, Shape::of({Dim::sym(f.seq, 3) + Dim::fixed(1), f.F(32)}));
+  check_type(g, ys, DType::kF32, Shape::of({plus(Dim::sym(f.seq, 3), Dim::fixed(1)), f.F(32)}));
   for (ValueId v : ys_by_kind) check_type(g, v, DType::kF32, Shape::of({f.B(), f.S(), f.F(48)}));
 }
 

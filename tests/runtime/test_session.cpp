@@ -195,6 +195,33 @@ TEST_CASE("a large persistent region must be 2 MiB aligned; large weights sit on
   CHECK(found);
 }
 
+TEST_CASE("buckets: symbol bounds up to INT64_MAX, and plans that would overflow, are errors") {
+  {  // default bucket bounds double up to the max without overflowing
+    ir::GraphBuilder b;
+    b.symbol("n", 1, INT64_MAX);
+    b.input("bytes", ir::DType::kU8, ir::Shape::of({ir::Dim::fixed(4)}));
+    auto g = std::move(b).finish();
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    auto s = runtime::Session::prepare(*g, {});
+    REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+    const std::vector<runtime::Bucket>& buckets = (*s)->buckets();
+    CHECK(buckets.back().hi[0] == INT64_MAX);
+    CHECK(buckets[buckets.size() - 2].hi[0] == int64_t{1} << 62);
+  }
+  {  // two activations of 2^47 bytes and an input of 2^47: over the 2^48 bytes of a bucket
+    ir::GraphBuilder b;
+    const int n = b.symbol("n", 1, int64_t{1} << 45);
+    const ir::ValueId x = b.input("x", ir::DType::kF32, ir::Shape::of({ir::Dim::sym(n)}));
+    const ir::ValueId y = b.relu(x, "y");
+    b.output(b.add(y, b.relu(y, "z"), "sum"), "out");
+    auto g = std::move(b).finish();
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    auto s = runtime::Session::prepare(*g, {});
+    CHECK(s.status().code() == StatusCode::kOutOfRange);
+    CHECK(contains(s.status().message(), "shape bucket"));
+  }
+}
+
 TEST_CASE("buckets: lengths across buckets match per-length runs; high-water marks grow") {
   const ir::Graph g = encoder();
   TinyRun run = make_run(g, cpu_options("ref"));
