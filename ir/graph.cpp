@@ -34,7 +34,7 @@ bool op_is_valid(uint32_t raw) {
 }
 
 bool Attrs::operator==(const Attrs& o) const {
-#define ATTR(type, name, def) \
+#define ATTR(type, name, def, lo, hi) \
   if (!(name == o.name)) return false;
 #include "ir/attrs.inc"
 #undef ATTR

@@ -55,12 +55,20 @@ bool op_is_valid(uint32_t raw);
 
 // All node attributes; each op reads the ones ir/ops.inc lists and ignores the rest.
 struct Attrs {
-#define ATTR(type, name, def) type name = def;
+#define ATTR(type, name, def, lo, hi) type name = def;
 #include "ir/attrs.inc"
 #undef ATTR
   std::vector<int64_t> sizes;  // split: output sizes along the last axis
 
   bool operator==(const Attrs& o) const;
+};
+
+// The inclusive limits of every scalar attribute (ir/attrs.inc), e.g. AttrLimits::scale_max.
+// infer_node (so the builder and the verifier) rejects a node with a value outside them, or NaN.
+struct AttrLimits {
+#define ATTR(type, name, def, lo, hi) static constexpr type name##_min = lo, name##_max = hi;
+#include "ir/attrs.inc"
+#undef ATTR
 };
 
 // ---- values and nodes ------------------------------------------------------------------------

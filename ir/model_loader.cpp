@@ -351,7 +351,7 @@ Status Parser::nodes() {
       }
     }
     if (const fb::Attrs* a = fn.attrs()) {
-#define ATTR(type, name, def) n.attrs.name = static_cast<type>(a->name());
+#define ATTR(type, name, def, lo, hi) n.attrs.name = static_cast<type>(a->name());
 #include "ir/attrs.inc"
 #undef ATTR
       if (!aligned_elements(a->sizes()))

@@ -80,7 +80,7 @@ Offset<fb::Node> write_node(FlatBufferBuilder& b, const Node& n) {
   const auto outputs = b.CreateVector(n.outputs);
   const auto sizes = b.CreateVector(n.attrs.sizes);
   fb::AttrsBuilder ab(b);
-#define ATTR(type, name, def) ab.add_##name(stored(n.attrs.name));
+#define ATTR(type, name, def, lo, hi) ab.add_##name(stored(n.attrs.name));
 #include "ir/attrs.inc"
 #undef ATTR
   ab.add_sizes(sizes);

@@ -11,6 +11,7 @@
 
 #include "hal/cpu/thread_pool.h"
 #include "hal/hal.h"
+#include "ir/shape_infer.h"
 #include "kernels/kernels.h"
 
 namespace laya::hal {
@@ -23,46 +24,22 @@ uint64_t round_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
 
-// The kernel weight type of a matmul / embedding weight, or false with a reason.
+// The kernel weight type of a matmul / embedding weight, or false with the reason (the rules are
+// ir::weight_format_check's; the kernel weight types carry the dtypes' names, kernels/matmul.inc).
 bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
+  if (Status s = ir::weight_format_check(w.dtype, w.quant); !s.is_ok()) {
+    *why = s.message();
+    return false;
+  }
   switch (w.dtype) {
-    case ir::DType::kF32:
-    case ir::DType::kF16:
-    case ir::DType::kBF16:
-      *t = w.dtype == ir::DType::kF32   ? kernels::WType::kF32
-           : w.dtype == ir::DType::kF16 ? kernels::WType::kF16
-                                        : kernels::WType::kBF16;
-      if (w.quant.kind == ir::QuantKind::kNone) return true;
-      *why = std::string(ir::dtype_name(w.dtype)) + " weights with " +
-             ir::quant_kind_name(w.quant.kind) + " quantization";
-      return false;
-    case ir::DType::kI8: {
-      *t = kernels::WType::kI8;
-      for (int32_t z : w.quant.zero_points)
-        if (z != 0) {
-          *why = "i8 weights with a nonzero zero point (only symmetric int8)";
-          return false;
-        }
-      const int64_t rows = w.shape.dims[0].c;
-      if (w.quant.kind == ir::QuantKind::kPerTensor && w.quant.scales.size() == 1) return true;
-      if (w.quant.kind == ir::QuantKind::kPerChannel && w.quant.axis == 0 &&
-          static_cast<int64_t>(w.quant.scales.size()) == rows)
-        return true;
-      *why = std::string("i8 weights with ") + ir::quant_kind_name(w.quant.kind) +
-             " quantization (need per-tensor or per-row scales, axis 0)";
-      return false;
-    }
-    case ir::DType::kQ8_0:
-    case ir::DType::kQ4_0:
-    case ir::DType::kQ4_1:
-      *t = w.dtype == ir::DType::kQ8_0   ? kernels::WType::kQ8_0
-           : w.dtype == ir::DType::kQ4_0 ? kernels::WType::kQ4_0
-                                         : kernels::WType::kQ4_1;
-      if (w.quant.kind == ir::QuantKind::kBlock) return true;
-      *why = std::string(ir::dtype_name(w.dtype)) + " weights without block quantization";
-      return false;
+#define MATMUL_WTYPE(name, Name, family, peak) \
+  case ir::DType::k##Name:                     \
+    *t = kernels::WType::k##Name;              \
+    return true;
+#include "kernels/matmul.inc"
+#undef MATMUL_WTYPE
     default:
-      *why = std::string(ir::dtype_name(w.dtype)) + " weights";
+      *why = std::string(ir::dtype_name(w.dtype)) + " weights: no kernel";
       return false;
   }
 }
@@ -191,7 +168,7 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
         return unsupported(n, "the table must be a constant [V, D] weight");
       kernels::WType t;
       std::string why;
-      if (!weight_type(table, &t, &why)) return unsupported(n, why + " are not supported");
+      if (!weight_type(table, &t, &why)) return unsupported(n, why);
       if (!dtype_is(1, ir::DType::kI32)) return unsupported(n, "ids must be i32");
       return Status::ok();
     }
@@ -201,7 +178,7 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
         return unsupported(n, "the weight must be a constant [N, K] (it is packed at load)");
       kernels::WType t;
       std::string why;
-      if (!weight_type(w, &t, &why)) return unsupported(n, why + " are not supported");
+      if (!weight_type(w, &t, &why)) return unsupported(n, why);
       const int64_t rows = w.shape.dims[0].c, k = w.shape.dims[1].c;
       const kernels::MatmulKernel& mm = table_.matmul[static_cast<int>(t)];
       if (mm.run == nullptr || mm.packed_bytes(rows, k) == 0)
