@@ -546,7 +546,7 @@ void cpu_register(Registry& r) {
   BackendInfo info;
   info.name = "cpu";
   info.create = cpu::create;
-  (void)r.add(info);
+  (void)r.add(info);  // a refusal stays in r.refused(), which laya-run backends lists
 }
 
 }  // namespace laya::hal

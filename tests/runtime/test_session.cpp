@@ -400,6 +400,8 @@ TEST_CASE("registry: builtin backends, API version check, duplicates, unknown na
   CHECK(std::find(names.begin(), names.end(), "cpu") != names.end());
   CHECK(std::find(names.begin(), names.end(), "null") != names.end());
 
+  CHECK(reg.refused().empty());
+
   hal::Registry r;
   Status st = r.add(fake_info(hal::kApiVersion + 1, "future"));
   CHECK(st.code() == StatusCode::kBackendVersionMismatch);
@@ -408,6 +410,28 @@ TEST_CASE("registry: builtin backends, API version check, duplicates, unknown na
   CHECK(r.add(fake_info(hal::kApiVersion, "fake")).is_ok());
   CHECK(r.add(fake_info(hal::kApiVersion, "fake")).code() == StatusCode::kInvalidArgument);
   CHECK(r.create("missing", {}).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("registry: a refused backend stays visible, with its reason") {
+  // A register function ignores add()'s result ((void)r.add(info)); the refusal must not vanish.
+  hal::Registry r;
+  (void)r.add(fake_info(hal::kApiVersion + 1, "stale"));
+  (void)r.add(fake_info(hal::kApiVersion, ""));
+  REQUIRE(r.refused().size() == 2);
+  CHECK(r.refused()[0].name == "stale");
+  CHECK(r.refused()[0].reason.code() == StatusCode::kBackendVersionMismatch);
+  CHECK(contains(r.refused()[0].reason.message(), "HAL API"));
+  CHECK(r.refused()[1].reason.code() == StatusCode::kInvalidArgument);
+  CHECK(r.list().empty());
+  // Asking for it by name gives the refusal, not "no such backend".
+  Status st = r.create("stale", {}).status();
+  CHECK(st.code() == StatusCode::kBackendVersionMismatch);
+  CHECK(contains(st.message(), "stale"));
+  // A duplicate is refused, the first registration stays usable.
+  CHECK(r.add(fake_info(hal::kApiVersion, "fake")).is_ok());
+  (void)r.add(fake_info(hal::kApiVersion, "fake"));
+  CHECK(r.refused().size() == 3);
+  CHECK(r.find("fake") != nullptr);
 }
 
 TEST_CASE("cpu backend: capabilities and kernel selection") {
