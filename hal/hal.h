@@ -65,6 +65,14 @@ struct PrepareOptions {
   const ir::Extents* max_extents = nullptr;
 };
 
+// Alignment of the persistent region and of every slice of it (each executable's, and each block
+// a backend reserves inside its slice): 2 MiB, a huge page, for blocks of at least 2 MiB (so
+// MADV_HUGEPAGE can back them), 64 bytes otherwise. The session and the backends use this one rule.
+inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;
+inline constexpr uint64_t persistent_alignment(uint64_t block_bytes) {
+  return block_bytes >= kHugePageBytes ? kHugePageBytes : 64;
+}
+
 // What an executable needs from the caller-owned regions.
 struct MemoryNeeds {
   uint64_t persistent_bytes = 0;  // packed weights, constant tables: written by load()
@@ -110,8 +118,8 @@ class Backend {
   virtual Result<std::unique_ptr<Executable>> prepare(const Subgraph& sg,
                                                       const PrepareOptions& opts) = 0;
 
-  // Writes packed weights into `persistent` (caller-owned, >= needs().persistent_bytes, 64-byte
-  // aligned; 2 MiB aligned when large, for huge pages). It must outlive `exe`.
+  // Writes packed weights into `persistent` (caller-owned, >= needs().persistent_bytes, aligned to
+  // persistent_alignment(needs().persistent_bytes)). It must outlive `exe`.
   virtual Status load(Executable& exe, void* persistent, uint64_t bytes) = 0;
 
   // Concrete shapes for the next executes (`values` as in ExecContext; only extents are read).

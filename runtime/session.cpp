@@ -189,8 +189,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     info.backend = s->placement_[id].backend;
     info.nodes = sg.nodes;
     info.needs = exe->needs();
-    persistent = round_up(
-        persistent, info.needs.persistent_bytes >= kHugePageBytes ? kHugePageBytes : kRegionAlign);
+    persistent = round_up(persistent, hal::persistent_alignment(info.needs.persistent_bytes));
     info.persistent_offset = persistent;
     persistent += round_up(info.needs.persistent_bytes, kRegionAlign);
     s->req_.scratch_bytes =
@@ -231,8 +230,7 @@ Status Session::bind_memory(MemoryRegion persistent, MemoryRegion activations,
       return status_error(StatusCode::kResourceExhausted,
                           "%s region: %llu bytes given, %llu needed", name, ull(r.bytes),
                           ull(need));
-    const uint64_t align =
-        &r == &persistent && need >= kHugePageBytes ? kHugePageBytes : kRegionAlign;
+    const uint64_t align = &r == &persistent ? hal::persistent_alignment(need) : kRegionAlign;
     if (reinterpret_cast<uintptr_t>(r.data) % align != 0)
       return status_error(StatusCode::kInvalidArgument, "%s region at %p is not %llu-byte aligned",
                           name, r.data, ull(align));
@@ -364,15 +362,16 @@ Result<RegionBuffer> RegionBuffer::alloc(uint64_t bytes, uint64_t align, bool hu
   if (r.data_ == nullptr)
     return status_error(StatusCode::kResourceExhausted, "cannot allocate %llu bytes", ull(size));
   r.bytes_ = size;
-  if (huge && size >= kHugePageBytes) (void)madvise(r.data_, size, MADV_HUGEPAGE);
+  if (huge && size >= hal::kHugePageBytes) (void)madvise(r.data_, size, MADV_HUGEPAGE);
   return r;
 }
 
 Result<SessionBuffers> session_buffers_alloc(const Session& s) {
   const MemoryRequirements& q = s.requirements();
   SessionBuffers b;
-  LAYA_ASSIGN_OR_RETURN(b.persistent,
-                        RegionBuffer::alloc(q.persistent_bytes, kHugePageBytes, true));
+  LAYA_ASSIGN_OR_RETURN(
+      b.persistent,
+      RegionBuffer::alloc(q.persistent_bytes, hal::persistent_alignment(q.persistent_bytes), true));
   LAYA_ASSIGN_OR_RETURN(b.activations,
                         RegionBuffer::alloc(q.activation_bytes, kRegionAlign, false));
   LAYA_ASSIGN_OR_RETURN(b.scratch, RegionBuffer::alloc(q.scratch_bytes, kRegionAlign, false));

@@ -48,8 +48,8 @@ struct MemoryRegion {
   uint64_t bytes = 0;
 };
 
-inline constexpr uint64_t kRegionAlign = 64;                   // every region
-inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;  // persistent when this large
+// Every region's alignment; `persistent` is aligned to hal::persistent_alignment of its size.
+inline constexpr uint64_t kRegionAlign = 64;
 
 struct SessionOptions {
   // Backends by registry name, in order of preference. A node goes to the first one whose
@@ -63,8 +63,8 @@ struct SessionOptions {
   std::vector<std::pair<std::string, std::vector<int64_t>>> bucket_bounds;
 };
 
-// Bytes the caller's regions must have (each at least 64-byte aligned; `persistent` 2 MiB
-// aligned when it is 2 MiB or more, for huge pages).
+// Bytes the caller's regions must have (each at least 64-byte aligned; `persistent` aligned to
+// hal::persistent_alignment(persistent_bytes): 2 MiB when it is 2 MiB or more, for huge pages).
 struct MemoryRequirements {
   uint64_t persistent_bytes = 0;  // packed weights of every executable
   uint64_t activation_bytes = 0;  // the largest bucket plan

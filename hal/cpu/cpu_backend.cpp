@@ -18,8 +18,6 @@ namespace laya::hal {
 namespace cpu {
 namespace {
 
-constexpr uint64_t kHugePage = uint64_t{2} << 20;
-
 uint64_t round_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
@@ -218,7 +216,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
   e->graph = &g;
   uint64_t persistent = 0, scratch = 0;
   auto reserve = [&](uint64_t bytes) {
-    persistent = round_up(persistent, bytes >= kHugePage ? kHugePage : 64);
+    persistent = round_up(persistent, persistent_alignment(bytes));
     const uint64_t at = persistent;
     persistent += round_up(bytes, 64);
     return at;
@@ -314,10 +312,11 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
     return status_error(StatusCode::kInvalidArgument,
                         "cpu load: persistent region %p is not 64-byte aligned", persistent);
   uint8_t* base = static_cast<uint8_t*>(persistent);
-  if (e.needs_.persistent_bytes >= kHugePage) {
+  if (e.needs_.persistent_bytes >= kHugePageBytes) {
     // Huge pages for the packed weights (a hint: THP may be off, then this fails harmlessly).
-    const uintptr_t lo = round_up(reinterpret_cast<uintptr_t>(base), kHugePage);
-    const uintptr_t hi = (reinterpret_cast<uintptr_t>(base) + bytes) / kHugePage * kHugePage;
+    const uintptr_t lo = round_up(reinterpret_cast<uintptr_t>(base), kHugePageBytes);
+    const uintptr_t hi =
+        (reinterpret_cast<uintptr_t>(base) + bytes) / kHugePageBytes * kHugePageBytes;
     if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
   }
   const ir::Graph& g = *e.graph;
@@ -519,23 +518,17 @@ Status CpuBackend::execute(Executable& exe, const ExecContext& ctx) {
   return Status::ok();
 }
 
-// The kernel table BackendOptions::kernels names: "auto", "ref", or a Highway target.
-Result<kernels::KernelTable> pick_table(const std::string& name) {
-  if (name == "ref") return kernels::kernel_table_ref();
-  if (name.empty() || name == "auto") return kernels::kernel_table_hwy(0);
-  std::string have = "auto, ref";
-  for (int64_t t : kernels::kernel_hwy_targets()) {
-    if (name == kernels::kernel_target_name(t)) return kernels::kernel_table_hwy(t);
-    have += std::string(", ") + kernels::kernel_target_name(t);
-  }
-  return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
-                      name.c_str(), have.c_str());
-}
-
 Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
   if (opts.n_threads < 0)
     return status_error(StatusCode::kInvalidArgument, "cpu: n_threads %d < 0", opts.n_threads);
-  LAYA_ASSIGN_OR_RETURN(kernels::KernelTable table, pick_table(opts.kernels));
+  kernels::KernelTable table;
+  if (!kernels::kernel_table_by_name(opts.kernels, &table)) {
+    std::string have;
+    for (const std::string& k : kernels::kernel_table_names())
+      have += (have.empty() ? "" : ", ") + k;
+    return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
+                        opts.kernels.c_str(), have.c_str());
+  }
   return std::unique_ptr<Backend>(new CpuBackend(table, opts.n_threads));
 }
 

@@ -169,14 +169,14 @@ TEST_CASE("a large persistent region must be 2 MiB aligned; large weights sit on
   auto s = Session::prepare(*g, cpu_options("ref"));
   REQUIRE(s.is_ok());
   const runtime::MemoryRequirements& req = (*s)->requirements();
-  REQUIRE(req.persistent_bytes >= runtime::kHugePageBytes);
+  REQUIRE(req.persistent_bytes >= hal::kHugePageBytes);
   auto buf = runtime::session_buffers_alloc(**s);
   REQUIRE(buf.is_ok());
-  CHECK(reinterpret_cast<uintptr_t>(buf->persistent.data()) % runtime::kHugePageBytes == 0);
+  CHECK(reinterpret_cast<uintptr_t>(buf->persistent.data()) % hal::kHugePageBytes == 0);
   auto off = runtime::RegionBuffer::alloc(req.persistent_bytes + 4096, 64, false);
   REQUIRE(off.is_ok());
   uint8_t* base = static_cast<uint8_t*>(off->data());
-  if (reinterpret_cast<uintptr_t>(base) % runtime::kHugePageBytes == 0) base += 64;
+  if (reinterpret_cast<uintptr_t>(base) % hal::kHugePageBytes == 0) base += 64;
   Status st = (*s)->bind_memory(MemoryRegion{base, req.persistent_bytes}, buf->activations.region(),
                                 buf->scratch.region());
   CHECK(st.code() == StatusCode::kInvalidArgument);
@@ -189,7 +189,7 @@ TEST_CASE("a large persistent region must be 2 MiB aligned; large weights sit on
   // packed layout is the file layout, so its bytes are findable in the region.
   const ir::Value& wi = g->values[g->find_value("l0.wi")];
   bool found = false;
-  for (uint64_t off2 = 0; off2 + wi.nbytes <= req.persistent_bytes; off2 += runtime::kHugePageBytes)
+  for (uint64_t off2 = 0; off2 + wi.nbytes <= req.persistent_bytes; off2 += hal::kHugePageBytes)
     found = found || std::memcmp(static_cast<uint8_t*>(buf->persistent.data()) + off2, wi.data,
                                  wi.nbytes) == 0;
   CHECK(found);
