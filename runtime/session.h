@@ -1,5 +1,6 @@
 // The session: one graph placed on HAL backends, with caller-owned memory, driven through the
-// lifecycle phases of DESIGN.md. It is what laya-run, the C API and the tests hold.
+// lifecycle phases of docs/architecture.md. It is what laya-run and the tests hold (and what the
+// planned C API will wrap).
 //
 //   auto s = Session::prepare(graph, opts);          // prepare: schedule, plan, size (allocates)
 //   SessionBuffers buf = *session_buffers_alloc(**s)  // (or the caller's own regions)
