@@ -3,15 +3,22 @@
 namespace laya::hal {
 
 Status Registry::add(const BackendInfo& info) {
+  const char* name = info.name != nullptr ? info.name : "";
+  Status s;
   if (info.api_version != kApiVersion)
-    return status_error(StatusCode::kBackendVersionMismatch,
-                        "backend '%s' was built against HAL API %u, this runtime has %u", info.name,
-                        info.api_version, kApiVersion);
-  if (info.create == nullptr)
-    return status_error(StatusCode::kInvalidArgument, "backend '%s' has no create function",
-                        info.name);
-  if (find(info.name) != nullptr)
-    return status_error(StatusCode::kInvalidArgument, "backend '%s' registered twice", info.name);
+    s = status_error(StatusCode::kBackendVersionMismatch,
+                     "backend '%s' was built against HAL API %u, this runtime has %u", name,
+                     info.api_version, kApiVersion);
+  else if (name[0] == '\0')
+    s = status_error(StatusCode::kInvalidArgument, "a backend without a name");
+  else if (info.create == nullptr)
+    s = status_error(StatusCode::kInvalidArgument, "backend '%s' has no create function", name);
+  else if (find(name) != nullptr)
+    s = status_error(StatusCode::kInvalidArgument, "backend '%s' registered twice", name);
+  if (!s.is_ok()) {
+    refused_.push_back({name, s});
+    return s;
+  }
   backends_.push_back(info);
   return Status::ok();
 }
@@ -25,6 +32,8 @@ const BackendInfo* Registry::find(const std::string& name) const {
 Result<std::unique_ptr<Backend>> Registry::create(const std::string& name,
                                                   const BackendOptions& opts) const {
   const BackendInfo* info = find(name);
+  for (const RefusedBackend& r : refused_)
+    if (info == nullptr && r.name == name) return r.reason;
   if (info == nullptr) {
     std::string known;
     for (const BackendInfo& b : backends_) known += std::string(known.empty() ? "" : ", ") + b.name;

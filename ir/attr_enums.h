@@ -18,7 +18,7 @@ inline constexpr int kActCount = static_cast<int>(ActKind::kCount);
 // "gelu_erf", ...; "?" for a value outside the list.
 inline const char* act_name(ActKind a) {
   switch (a) {
-#define ACT(Name, name) \
+#define ACT(Name, name)  \
   case ActKind::k##Name: \
     return #name;
 #include "ir/act.inc"
@@ -41,10 +41,10 @@ inline const char* mask_kind_name(MaskKind m) {
   return m == MaskKind::kNone ? "none" : m == MaskKind::kCausal ? "causal" : "?";
 }
 
-// Whether a raw value read from a file is one of the enumerators (the verifier's check).
+// The last enumerator (the upper limit ir/attrs.inc gives an enum attribute).
 template <class E>
-constexpr bool enum_is_valid(E e) {
-  return static_cast<int32_t>(e) >= 0 && static_cast<int32_t>(e) < static_cast<int32_t>(E::kCount);
+constexpr E enum_last() {
+  return static_cast<E>(static_cast<int32_t>(E::kCount) - 1);
 }
 
 }  // namespace laya::ir

@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace laya::ir {
@@ -33,7 +34,7 @@ bool op_is_valid(uint32_t raw) {
 }
 
 bool Attrs::operator==(const Attrs& o) const {
-#define ATTR(type, name, def) \
+#define ATTR(type, name, def, lo, hi) \
   if (!(name == o.name)) return false;
 #include "ir/attrs.inc"
 #undef ATTR
@@ -137,10 +138,13 @@ WeightStats graph_weight_stats(const Graph& g) {
   WeightStats s;
   for (const Value& v : g.values) {
     if (v.kind != ValueKind::kWeight) continue;
-    int64_t n = 1;
-    for (int i = 0; i < v.shape.rank; ++i) n *= v.shape.dims[i].c;
-    s.params += n;
-    s.bytes_by_dtype[static_cast<size_t>(v.dtype)] += v.nbytes;
+    const size_t d = static_cast<size_t>(v.dtype);
+    Result<int64_t> n = shape_max_count(v.shape, g.symbols);  // weights have fixed shapes
+    const int64_t count = n.is_ok() ? *n : INT64_MAX;
+    if (__builtin_add_overflow(s.params, count, &s.params)) s.params = INT64_MAX;
+    if (__builtin_add_overflow(s.params_by_dtype[d], count, &s.params_by_dtype[d]))
+      s.params_by_dtype[d] = INT64_MAX;
+    s.bytes_by_dtype[d] += v.nbytes;
   }
   return s;
 }

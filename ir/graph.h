@@ -55,12 +55,20 @@ bool op_is_valid(uint32_t raw);
 
 // All node attributes; each op reads the ones ir/ops.inc lists and ignores the rest.
 struct Attrs {
-#define ATTR(type, name, def) type name = def;
+#define ATTR(type, name, def, lo, hi) type name = def;
 #include "ir/attrs.inc"
 #undef ATTR
   std::vector<int64_t> sizes;  // split: output sizes along the last axis
 
   bool operator==(const Attrs& o) const;
+};
+
+// The inclusive limits of every scalar attribute (ir/attrs.inc), e.g. AttrLimits::scale_max.
+// infer_node (so the builder and the verifier) rejects a node with a value outside them, or NaN.
+struct AttrLimits {
+#define ATTR(type, name, def, lo, hi) static constexpr type name##_min = lo, name##_max = hi;
+#include "ir/attrs.inc"
+#undef ATTR
 };
 
 // ---- values and nodes ------------------------------------------------------------------------
@@ -185,9 +193,12 @@ bool graph_equal(const Graph& a, const Graph& b, std::string* why = nullptr);
 // op, inputs, non-default attributes, every output's type), outputs. Expects a verified graph.
 std::string graph_print(const Graph& g);
 
-// Number of parameters (weight elements) and bytes per dtype.
+// Number of parameters (weight elements) and bytes, in total and per dtype. Counted in checked
+// arithmetic: a count that would overflow (possible only in an unverified graph) saturates at
+// INT64_MAX.
 struct WeightStats {
   int64_t params = 0;
+  int64_t params_by_dtype[static_cast<size_t>(DType::kCount)] = {};
   uint64_t bytes_by_dtype[static_cast<size_t>(DType::kCount)] = {};
 };
 WeightStats graph_weight_stats(const Graph& g);

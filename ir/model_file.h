@@ -28,7 +28,8 @@
 // ---- Loader checks, in order, and the code each failure returns --------------------------------
 //
 //  model_load only:
-//   path cannot be opened, is a directory or not a regular file          kIoError (names the path)
+//   path cannot be opened, or is not a regular file (a directory, FIFO,
+//   device...: refused at once, never waited on; ir/file_io.h)            kIoError (names the path)
 //   file size 0                                                            kFileEmpty
 //  model_parse:
 //   size 0                                                                 kFileEmpty
@@ -93,9 +94,10 @@ inline constexpr uint16_t kModelFormatMinor = 1;
 // Alignment of the weight section and of every byte range in it.
 inline constexpr uint64_t kModelAlignment = 64;
 
-// Writes `g` to `path` in the current format (kModelFormatMajor.kModelFormatMinor). Runs graph_verify first and writes nothing for an invalid
-// graph (returning its error). The bytes go to "<path>.tmp", which is fsync'ed and then renamed
-// over `path`, so `path` is either untouched or complete; on any failure the tmp file is removed.
+// Writes `g` to `path` in the current format (kModelFormatMajor.kModelFormatMinor). Runs
+// graph_verify first and writes nothing for an invalid graph (returning its error). The bytes go to
+// a fresh "<path>.tmp", which is fsync'ed and then renamed over `path` (ir/file_io.h), so `path` is
+// either untouched or complete; on any failure the tmp file is removed.
 // Weight bytes are streamed from `g` to the file (no second copy in memory). I/O failures return
 // kIoError naming the file and the OS error.
 Status model_write(const Graph& g, const std::string& path);

@@ -1,14 +1,12 @@
 // model_load / model_parse: .laya -> Graph, every check in the order listed in ir/model_file.h.
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "ir/file_io.h"
 #include "ir/laya_generated.h"
 #include "ir/model_file.h"
 
@@ -353,7 +351,7 @@ Status Parser::nodes() {
       }
     }
     if (const fb::Attrs* a = fn.attrs()) {
-#define ATTR(type, name, def) n.attrs.name = static_cast<type>(a->name());
+#define ATTR(type, name, def, lo, hi) n.attrs.name = static_cast<type>(a->name());
 #include "ir/attrs.inc"
 #undef ATTR
       if (!aligned_elements(a->sizes()))
@@ -453,31 +451,12 @@ Result<Graph> model_parse(const uint8_t* data, uint64_t size, std::shared_ptr<co
 }
 
 Result<Graph> model_load(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return status_error(StatusCode::kIoError, "cannot open '%s': %s", path.c_str(),
-                        std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = status_error(StatusCode::kIoError, "cannot stat '%s': %s", path.c_str(),
-                            std::strerror(errno));
-    ::close(fd);
-    return s;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return status_error(StatusCode::kIoError, "'%s' is %s, not a model file", path.c_str(),
-                        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
-  }
-  if (st.st_size == 0) {
-    ::close(fd);
-    return status_error(StatusCode::kFileEmpty, "'%s' is empty", path.c_str());
-  }
+  LAYA_ASSIGN_OR_RETURN(ReadFile file, ReadFile::open(path));
+  if (file.size() == 0) return status_error(StatusCode::kFileEmpty, "'%s' is empty", path.c_str());
   auto map = std::make_shared<Mapping>();
-  map->size = static_cast<size_t>(st.st_size);
-  map->base = ::mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  map->size = static_cast<size_t>(file.size());
+  map->base = ::mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
   const int map_errno = errno;
-  ::close(fd);
   if (map->base == MAP_FAILED)
     return status_error(StatusCode::kIoError, "cannot map '%s' (%llu bytes): %s", path.c_str(),
                         static_cast<ull>(map->size), std::strerror(map_errno));

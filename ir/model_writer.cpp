@@ -1,15 +1,10 @@
 // model_write: Graph -> .laya (layout in ir/model_file.h). The FlatBuffer is built in memory (it
 // holds no weight bytes); weights and blobs are streamed from the graph straight into the file.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "ir/file_io.h"
 #include "ir/laya_generated.h"
 #include "ir/model_file.h"
 
@@ -85,7 +80,7 @@ Offset<fb::Node> write_node(FlatBufferBuilder& b, const Node& n) {
   const auto outputs = b.CreateVector(n.outputs);
   const auto sizes = b.CreateVector(n.attrs.sizes);
   fb::AttrsBuilder ab(b);
-#define ATTR(type, name, def) ab.add_##name(stored(n.attrs.name));
+#define ATTR(type, name, def, lo, hi) ab.add_##name(stored(n.attrs.name));
 #include "ir/attrs.inc"
 #undef ATTR
   ab.add_sizes(sizes);
@@ -132,46 +127,26 @@ Offset<fb::Metadata> write_metadata(FlatBufferBuilder& b, const Metadata& m, Sec
                             decision, chat_template, provenance, props_vec, exes_vec);
 }
 
-Status io_error(const char* what, const std::string& path) {
-  return status_error(StatusCode::kIoError, "%s '%s': %s", what, path.c_str(),
-                      std::strerror(errno));
-}
-
-Status write_all(int fd, const uint8_t* p, uint64_t n, const std::string& path) {
-  while (n > 0) {
-    const size_t chunk = n < (uint64_t{1} << 30) ? static_cast<size_t>(n) : size_t{1} << 30;
-    const ssize_t w = ::write(fd, p, chunk);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return io_error("cannot write", path);
-    }
-    p += w;
-    n -= static_cast<uint64_t>(w);
-  }
-  return Status::ok();
-}
-
-Status write_zeros(int fd, uint64_t n, const std::string& path) {
+Status write_zeros(FileWriter& f, uint64_t n) {
   static const uint8_t kZeros[kModelAlignment] = {};
   if (n > sizeof kZeros)
     return status_error(StatusCode::kInternal, "padding of %llu bytes",
                         static_cast<unsigned long long>(n));
-  return write_all(fd, kZeros, n, path);
+  return f.write(kZeros, n);
 }
 
-// Writes the whole image to `fd`: FlatBuffer, padding, then every piece at its offset.
-Status write_image(int fd, const uint8_t* fb_data, uint64_t fb_total, uint64_t weights_offset,
-                   const SectionPlan& plan, const std::string& path) {
-  LAYA_RETURN_IF_ERROR(write_all(fd, fb_data, fb_total, path));
-  LAYA_RETURN_IF_ERROR(write_zeros(fd, weights_offset - fb_total, path));
+// Writes the whole image: FlatBuffer, padding, then every piece at its offset.
+Status write_image(FileWriter& f, const uint8_t* fb_data, uint64_t fb_total,
+                   uint64_t weights_offset, const SectionPlan& plan) {
+  LAYA_RETURN_IF_ERROR(f.write(fb_data, fb_total));
+  LAYA_RETURN_IF_ERROR(write_zeros(f, weights_offset - fb_total));
   uint64_t pos = 0;  // within the section
   for (const Piece& p : plan.pieces) {
-    LAYA_RETURN_IF_ERROR(write_zeros(fd, p.offset - pos, path));
-    LAYA_RETURN_IF_ERROR(write_all(fd, p.data, p.size, path));
+    LAYA_RETURN_IF_ERROR(write_zeros(f, p.offset - pos));
+    LAYA_RETURN_IF_ERROR(f.write(p.data, p.size));
     pos = p.offset + p.size;
   }
-  if (::fsync(fd) != 0) return io_error("cannot sync", path);
-  return Status::ok();
+  return f.commit();
 }
 
 }  // namespace
@@ -217,16 +192,8 @@ Status model_write(const Graph& g, const std::string& path) {
   if (!fb::GetMutableSizePrefixedModel(b.GetBufferPointer())->mutate_weights_offset(weights_offset))
     return status_error(StatusCode::kInternal, "weights_offset field missing from the FlatBuffer");
 
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("cannot create", tmp);
-  Status s = write_image(fd, b.GetBufferPointer(), fb_total, weights_offset, plan, tmp);
-  if (::close(fd) != 0 && s.is_ok()) s = io_error("cannot close", tmp);
-  if (s.is_ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    s = status_error(StatusCode::kIoError, "cannot rename '%s' to '%s': %s", tmp.c_str(),
-                     path.c_str(), std::strerror(errno));
-  if (!s.is_ok()) ::unlink(tmp.c_str());
-  return s;
+  LAYA_ASSIGN_OR_RETURN(FileWriter f, FileWriter::create(path));
+  return write_image(f, b.GetBufferPointer(), fb_total, weights_offset, plan);
 }
 
 }  // namespace laya::ir

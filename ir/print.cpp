@@ -51,7 +51,7 @@ std::string attrs_str(const Attrs& a) {
     s += s.empty() ? " {" : ", ";
     s += std::string(name) + "=" + value;
   };
-#define ATTR(type, name, def) \
+#define ATTR(type, name, def, lo, hi) \
   if (!(a.name == defaults.name)) add(#name, attr_value(a.name));
 #include "ir/attrs.inc"
 #undef ATTR

@@ -1,5 +1,6 @@
 #include "ir/shape_infer.h"
 
+#include <cstdio>
 #include <string>
 
 namespace laya::ir {
@@ -67,26 +68,59 @@ bool is_suffix(const Shape& b, const Shape& a) {
 
 }  // namespace
 
-bool weight_dtype_ok(DType dtype, const Quant& q) {
+Status weight_format_check(DType dtype, const Quant& q) {
+  auto no = [&](const char* why) {
+    return status_error(StatusCode::kGraphQuantMismatch,
+                        "%s with %s quantization is not supported: %s", dtype_name(dtype),
+                        quant_kind_name(q.kind), why);
+  };
   switch (dtype) {
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
-      return q.kind == QuantKind::kNone;
+      if (q.kind != QuantKind::kNone) return no("float weights are not quantized");
+      return Status::ok();
     case DType::kI8:
-      if (!q.zero_points.empty()) {
-        for (int32_t z : q.zero_points)
-          if (z != 0) return false;
-      }
-      return q.kind == QuantKind::kPerTensor || (q.kind == QuantKind::kPerChannel && q.axis == 0);
+      for (int32_t z : q.zero_points)
+        if (z != 0) return no("only symmetric int8 (zero points 0)");
+      if (q.kind != QuantKind::kPerTensor && !(q.kind == QuantKind::kPerChannel && q.axis == 0))
+        return no("int8 needs one per-tensor scale or per-row scales (per-channel, axis 0)");
+      return Status::ok();
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_1:
-      return q.kind == QuantKind::kBlock;
+      if (q.kind != QuantKind::kBlock) return no("block types need block quantization");
+      return Status::ok();
     default:
-      return false;
+      return no("no kernel takes this dtype as a weight");
   }
 }
+
+namespace {
+
+std::string attr_text(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+  return buf;
+}
+template <class T>
+std::string attr_text(T v) {  // int32 and the enums (as their stored value)
+  return std::to_string(static_cast<int64_t>(v));
+}
+
+// Every scalar attribute within its ir/attrs.inc limits (NaN is outside any limits).
+Status check_attr_limits(const Ctx& c, const Attrs& a) {
+#define ATTR(type, name, def, lo, hi)                                                              \
+  if (!(a.name >= AttrLimits::name##_min && a.name <= AttrLimits::name##_max))                     \
+    return c.err(StatusCode::kGraphBadAttribute, #name " " + attr_text(a.name) + " is outside [" + \
+                                                     attr_text(AttrLimits::name##_min) + ", " +    \
+                                                     attr_text(AttrLimits::name##_max) + "]");
+#include "ir/attrs.inc"
+#undef ATTR
+  return Status::ok();
+}
+
+}  // namespace
 
 Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* out) {
   const NodeId id = static_cast<NodeId>(&n - g.nodes.data());
@@ -121,15 +155,14 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
   out->assign(n_out, InferredOutput{});
   InferredOutput& o = (*out)[0];
   const Attrs& a = n.attrs;
+  LAYA_RETURN_IF_ERROR(check_attr_limits(c, a));
 
   switch (n.op) {
     case Op::kEmbedding: {
       const Value& table = c.in(0);
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 2, 2, "table"));
-      if (!weight_dtype_ok(table.dtype, table.quant))
-        return c.err(StatusCode::kGraphQuantMismatch,
-                     std::string("table dtype ") + dtype_name(table.dtype) + " with " +
-                         quant_kind_name(table.quant.kind) + " quantization is not supported");
+      if (Status st = weight_format_check(table.dtype, table.quant); !st.is_ok())
+        return c.err(st.code(), std::string("table dtype ") + st.message());
       LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "ids"));
       LAYA_RETURN_IF_ERROR(c.want_rank(1, 0, kMaxRank - 1, "ids"));
       o.shape = c.in(1).shape;
@@ -141,10 +174,8 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       LAYA_RETURN_IF_ERROR(c.want_rank(1, 2, 2, "weight"));
-      if (!weight_dtype_ok(w.dtype, w.quant))
-        return c.err(StatusCode::kGraphQuantMismatch,
-                     std::string("weight dtype ") + dtype_name(w.dtype) + " with " +
-                         quant_kind_name(w.quant.kind) + " quantization is not supported");
+      if (Status st = weight_format_check(w.dtype, w.quant); !st.is_ok())
+        return c.err(st.code(), std::string("weight dtype ") + st.message());
       LAYA_RETURN_IF_ERROR(
           c.want_eq(c.in(0).shape.back(), w.shape.dims[1], "x [..., K] vs w [N, K]"));
       if (c.has(2)) {
@@ -178,7 +209,6 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
         LAYA_RETURN_IF_ERROR(c.want_eq(c.in(i).shape.dims[0], c.in(0).shape.back(),
                                        std::string(role) + " [D] vs x [..., D]"));
       }
-      if (!(a.eps >= 0.0f)) return c.err(StatusCode::kGraphBadAttribute, "eps must be >= 0");
       o.shape = c.in(0).shape;
       return Status::ok();
     }
@@ -200,11 +230,6 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       if (rot <= 0 || rot > a.head_dim || rot % 2 != 0)
         return c.err(StatusCode::kGraphBadAttribute, "rotary_dim " + std::to_string(a.rotary_dim) +
                                                          " must be even and <= head_dim");
-      if (!enum_is_valid(a.rope_mode))
-        return c.err(StatusCode::kGraphBadAttribute,
-                     "rope_mode " + std::to_string(static_cast<int32_t>(a.rope_mode)));
-      if (!(a.rope_theta > 0.0f))
-        return c.err(StatusCode::kGraphBadAttribute, "rope_theta must be > 0");
       o.shape = c.in(0).shape;
       return Status::ok();
     }
@@ -256,11 +281,6 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
         return c.err(StatusCode::kGraphInvalid, "q_pos and k_pos come as a pair");
       if (c.has(6) != c.has(7))
         return c.err(StatusCode::kGraphInvalid, "q_seq and k_seq come as a pair");
-      if (!enum_is_valid(a.mask))
-        return c.err(StatusCode::kGraphBadAttribute,
-                     "mask " + std::to_string(static_cast<int32_t>(a.mask)));
-      if (a.window < -1) return c.err(StatusCode::kGraphBadAttribute, "window must be >= -1");
-      if (!(a.scale >= 0.0f)) return c.err(StatusCode::kGraphBadAttribute, "scale must be >= 0");
       o.shape = q;
       return Status::ok();
     }
@@ -282,9 +302,6 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       if (width % 2 != 0)
         return c.err(StatusCode::kGraphShapeMismatch,
                      "last dimension " + std::to_string(width) + " is odd");
-      if (!enum_is_valid(a.act))
-        return c.err(StatusCode::kGraphBadAttribute,
-                     "act " + std::to_string(static_cast<int32_t>(a.act)));
       o.shape = with_last(c.in(0).shape, Dim::fixed(width / 2));
       return Status::ok();
     }

@@ -20,6 +20,10 @@
 #include <string_view>
 #include <utility>
 
+#ifndef LAYA_STRIP_MESSAGES
+#define LAYA_STRIP_MESSAGES 0
+#endif
+
 namespace laya {
 
 // X(name, value, short description)
@@ -94,11 +98,8 @@ inline bool status_is_graph_error(StatusCode c) {
 // A code plus a message held inline. Default-constructed = ok. Never allocates.
 class [[nodiscard]] Status {
  public:
-#if LAYA_STRIP_MESSAGES
-  static constexpr size_t kMaxMessage = 0;
-#else
-  static constexpr size_t kMaxMessage = 383;  // bytes, without the terminating NUL
-#endif
+  // bytes, without the terminating NUL (0 with -Dstrip_messages=true)
+  static constexpr size_t kMaxMessage = LAYA_STRIP_MESSAGES ? 0 : 383;
 
   Status() = default;
   // Copies `message` (cut to kMaxMessage bytes, at a UTF-8 character boundary, ending in "...").

@@ -72,6 +72,30 @@ bool dim_bound(const Dim& d, const std::vector<Symbol>& symbols, bool want_max, 
 
 }  // namespace
 
+Result<Dim> dim_add(const Dim& a, const Dim& b) {
+  Dim r;
+  bool overflow = __builtin_add_overflow(a.c, b.c, &r.c);
+  for (int i = 0; i < kMaxSymbols; ++i)
+    overflow = __builtin_add_overflow(a.coef[i], b.coef[i], &r.coef[i]) || overflow;
+  if (overflow)
+    return status_error(StatusCode::kOutOfRange,
+                        "a dimension sum overflows (constant %lld + %lld, or a coefficient)",
+                        static_cast<long long>(a.c), static_cast<long long>(b.c));
+  return r;
+}
+
+Result<Dim> dim_mul(const Dim& d, int64_t k) {
+  Dim r;
+  bool overflow = __builtin_mul_overflow(d.c, k, &r.c);
+  for (int i = 0; i < kMaxSymbols; ++i)
+    overflow = __builtin_mul_overflow(d.coef[i], k, &r.coef[i]) || overflow;
+  if (overflow)
+    return status_error(StatusCode::kOutOfRange,
+                        "a dimension times %lld overflows (constant %lld, or a coefficient)",
+                        static_cast<long long>(k), static_cast<long long>(d.c));
+  return r;
+}
+
 int64_t dim_min(const Dim& d, const std::vector<Symbol>& symbols) {
   int64_t v = 0;
   return dim_bound(d, symbols, false, &v) ? v : INT64_MIN;

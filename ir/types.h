@@ -86,18 +86,6 @@ struct Dim {
       if (coef[i] != o.coef[i]) return false;
     return true;
   }
-  Dim operator+(const Dim& o) const {
-    Dim d = *this;
-    d.c += o.c;
-    for (int i = 0; i < kMaxSymbols; ++i) d.coef[i] += o.coef[i];
-    return d;
-  }
-  Dim operator*(int64_t k) const {
-    Dim d = *this;
-    d.c *= k;
-    for (int i = 0; i < kMaxSymbols; ++i) d.coef[i] = static_cast<int32_t>(d.coef[i] * k);
-    return d;
-  }
   // Value at concrete symbol values (`values[i]` for symbol i).
   int64_t eval(const int64_t* values) const {
     int64_t v = c;
@@ -105,6 +93,11 @@ struct Dim {
     return v;
   }
 };
+
+// a + b and d * k, term by term, in checked arithmetic: kOutOfRange when a coefficient leaves
+// int32 or the constant leaves int64 (a Dim never wraps).
+Result<Dim> dim_add(const Dim& a, const Dim& b);
+Result<Dim> dim_mul(const Dim& d, int64_t k);
 
 // Smallest / largest value of `d` over the symbols' bounds; saturates at INT64_MIN / INT64_MAX
 // when the true bound does not fit in int64.

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -197,5 +198,12 @@ KernelTable kernel_table_hwy(int64_t target = 0);
 // Highway targets compiled into this build that this CPU supports, best first.
 std::vector<int64_t> kernel_hwy_targets();
 const char* kernel_target_name(int64_t target);
+
+// The names a kernel table is chosen by: "auto" (the best supported target), "ref", then the
+// names of kernel_hwy_targets(). The one list the CPU backend's BackendOptions::kernels and
+// laya-run's --kernels are checked against.
+std::vector<std::string> kernel_table_names();
+// The table `name` (one of kernel_table_names()) picks, into `*out`; false for any other name.
+bool kernel_table_by_name(const std::string& name, KernelTable* out);
 
 }  // namespace laya::kernels

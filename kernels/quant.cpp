@@ -19,6 +19,18 @@ float from_bits(uint32_t u) {
   return f;
 }
 
+// max |x[i]| into *amax; false when some x[i] is an inf or a NaN (quant.h's activation rule).
+bool finite_amax(const float* x, int64_t n, float* amax) {
+  float m = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    m = std::fmax(m, std::fabs(x[i]));
+  }
+  *amax = m;
+  return finite;
+}
+
 }  // namespace
 
 float f16_to_f32(uint16_t h) {
@@ -153,23 +165,24 @@ void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
 void quantize_act_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
     float amax = 0.0f;
-    for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const bool finite = finite_amax(x, kQK, &amax);
+    const float d = finite ? amax / 127.0f : NAN;
+    const float id = finite && amax >= kActMinAmax ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
-    for (int j = 0; j < kQK; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyintf(x[j] * id));
+    for (int j = 0; j < kQK; ++j)
+      y[b].qs[j] = id == 0.0f ? 0 : static_cast<int8_t>(std::nearbyintf(x[j] * id));
   }
 }
 
 void quantize_act_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
     float amax = 0.0f;
-    for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const bool finite = finite_amax(x, kQK, &amax);
+    const float d = finite ? amax / 127.0f : NAN;
+    const float id = finite && amax >= kActMinAmax ? 1.0f / d : 0.0f;
     int sum = 0;
     for (int j = 0; j < kQK; ++j) {
-      y[b].qs[j] = static_cast<int8_t>(std::nearbyintf(x[j] * id));
+      y[b].qs[j] = id == 0.0f ? 0 : static_cast<int8_t>(std::nearbyintf(x[j] * id));
       sum += y[b].qs[j];
     }
     y[b].d = f32_to_f16(d);
@@ -179,10 +192,10 @@ void quantize_act_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
 
 float quantize_row_i8(const float* x, int8_t* q, int64_t n) {
   float amax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-  if (amax == 0.0f) {
+  const bool finite = finite_amax(x, n, &amax);
+  if (!finite || amax < kActMinAmax) {
     for (int64_t i = 0; i < n; ++i) q[i] = 0;
-    return 1.0f;
+    return finite ? 1.0f : NAN;
   }
   const float scale = amax / 127.0f;
   const float inv = 127.0f / amax;

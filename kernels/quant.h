@@ -76,15 +76,23 @@ void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
 
 // ---- activation quantizers (the matmul kernels' on-the-fly side) ------------------------------
 
+// Every activation quantizer is defined for every float input, so no float-to-int conversion ever
+// sees a value outside [-127, 127]: a block (or i8 row) holding an inf or a NaN quantizes to q = 0
+// with a NaN scale, so every output it feeds is NaN (as the float product would be); one whose
+// amax is below kActMinAmax quantizes to q = 0 (1 / d would overflow; its f16 d is 0 anyway).
+inline constexpr float kActMinAmax = 127.0f * 1.17549435e-38f;  // 127 * FLT_MIN
+
 // Like quantize_row_q8_0 / _q8_1 but rounding to nearest EVEN (what SIMD converts do), so the
 // reference and every SIMD kernel produce the same blocks bit for bit:
-//   d = amax / 127, id = d != 0 ? 1 / d : 0, q = nearbyint(x * id), stored d = f16(d).
+//   d = amax / 127, id = amax >= kActMinAmax ? 1 / d : 0, q = nearbyint(x * id),
+//   stored d = f16(d) (f16(NaN) for a non-finite block, q = 0).
 void quantize_act_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_act_q8_1(const float* x, BlockQ8_1* y, int64_t n);
 
 // Symmetric int8 per row (activations per token, weights per output row):
-//   amax == 0: scale = 1, q = 0; else inv = 127 / amax, scale = amax / 127,
-//   q = clamp(nearbyint(x * inv), -127, 127). Returns the scale.
+//   amax < kActMinAmax (all zeros, or all tiny): scale = 1, q = 0; a non-finite row: scale = NaN,
+//   q = 0; else inv = 127 / amax, scale = amax / 127, q = clamp(nearbyint(x * inv), -127, 127).
+//   Returns the scale.
 float quantize_row_i8(const float* x, int8_t* q, int64_t n);
 
 }  // namespace laya::kernels

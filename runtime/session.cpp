@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "ir/shape_infer.h"
@@ -12,6 +13,9 @@ namespace laya::runtime {
 namespace {
 
 constexpr size_t kMaxBuckets = 4096;
+// The inputs and activations of one bucket together (256 TiB): no machine has more memory, and
+// below it no size derived from a tensor's extents (plans, kernel scratch) can overflow.
+constexpr uint64_t kMaxBucketBytes = uint64_t{1} << 48;
 
 uint64_t round_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
@@ -38,8 +42,10 @@ Result<std::vector<int64_t>> symbol_bounds(const ir::Symbol& sym, const SessionO
     }
   }
   if (!given)
-    for (int64_t v = 16; v < sym.max; v *= 2)
+    for (int64_t v = 16; v < sym.max; v *= 2) {
       if (v >= sym.min) b.push_back(v);
+      if (v > INT64_MAX / 2) break;  // doubling again would overflow
+    }
   b.push_back(sym.max);
   std::sort(b.begin(), b.end());
   b.erase(std::unique(b.begin(), b.end()), b.end());
@@ -139,12 +145,20 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
       bucket.lo.push_back(r.min);
       bucket.hi.push_back(r.max);
     }
+    uint64_t total = 0;  // every input and activation at once
     for (size_t v = 0; v < nv; ++v) {
       const ir::Value& val = g.values[v];
       bytes[v] = 0;
-      if (val.kind != ir::ValueKind::kActivation) continue;
+      if (val.kind == ir::ValueKind::kWeight) continue;
       LAYA_ASSIGN_OR_RETURN(int64_t count, ir::shape_max_count(val.shape, range));
-      LAYA_ASSIGN_OR_RETURN(bytes[v], ir::dtype_bytes(val.dtype, count));
+      LAYA_ASSIGN_OR_RETURN(const uint64_t b, ir::dtype_bytes(val.dtype, count));
+      if (__builtin_add_overflow(total, round_up(b, kRegionAlign), &total) ||
+          total > kMaxBucketBytes)
+        return status_error(StatusCode::kOutOfRange,
+                            "the inputs and activations of shape bucket %zu need more than %llu "
+                            "bytes",
+                            bi, ull(kMaxBucketBytes));
+      if (val.kind == ir::ValueKind::kActivation) bytes[v] = b;
     }
     bucket.plan = ir::memory_plan(g, bytes, kRegionAlign);
     s->req_.activation_bytes = std::max(s->req_.activation_bytes, bucket.plan.arena_bytes);
@@ -175,8 +189,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     info.backend = s->placement_[id].backend;
     info.nodes = sg.nodes;
     info.needs = exe->needs();
-    persistent = round_up(
-        persistent, info.needs.persistent_bytes >= kHugePageBytes ? kHugePageBytes : kRegionAlign);
+    persistent = round_up(persistent, hal::persistent_alignment(info.needs.persistent_bytes));
     info.persistent_offset = persistent;
     persistent += round_up(info.needs.persistent_bytes, kRegionAlign);
     s->req_.scratch_bytes =
@@ -217,8 +230,7 @@ Status Session::bind_memory(MemoryRegion persistent, MemoryRegion activations,
       return status_error(StatusCode::kResourceExhausted,
                           "%s region: %llu bytes given, %llu needed", name, ull(r.bytes),
                           ull(need));
-    const uint64_t align =
-        &r == &persistent && need >= kHugePageBytes ? kHugePageBytes : kRegionAlign;
+    const uint64_t align = &r == &persistent ? hal::persistent_alignment(need) : kRegionAlign;
     if (reinterpret_cast<uintptr_t>(r.data) % align != 0)
       return status_error(StatusCode::kInvalidArgument, "%s region at %p is not %llu-byte aligned",
                           name, r.data, ull(align));
@@ -350,15 +362,16 @@ Result<RegionBuffer> RegionBuffer::alloc(uint64_t bytes, uint64_t align, bool hu
   if (r.data_ == nullptr)
     return status_error(StatusCode::kResourceExhausted, "cannot allocate %llu bytes", ull(size));
   r.bytes_ = size;
-  if (huge && size >= kHugePageBytes) (void)madvise(r.data_, size, MADV_HUGEPAGE);
+  if (huge && size >= hal::kHugePageBytes) (void)madvise(r.data_, size, MADV_HUGEPAGE);
   return r;
 }
 
 Result<SessionBuffers> session_buffers_alloc(const Session& s) {
   const MemoryRequirements& q = s.requirements();
   SessionBuffers b;
-  LAYA_ASSIGN_OR_RETURN(b.persistent,
-                        RegionBuffer::alloc(q.persistent_bytes, kHugePageBytes, true));
+  LAYA_ASSIGN_OR_RETURN(
+      b.persistent,
+      RegionBuffer::alloc(q.persistent_bytes, hal::persistent_alignment(q.persistent_bytes), true));
   LAYA_ASSIGN_OR_RETURN(b.activations,
                         RegionBuffer::alloc(q.activation_bytes, kRegionAlign, false));
   LAYA_ASSIGN_OR_RETURN(b.scratch, RegionBuffer::alloc(q.scratch_bytes, kRegionAlign, false));

@@ -1,5 +1,6 @@
 // The session: one graph placed on HAL backends, with caller-owned memory, driven through the
-// lifecycle phases of DESIGN.md. It is what laya-run, the C API and the tests hold.
+// lifecycle phases of docs/architecture.md. It is what laya-run and the tests hold (and what the
+// planned C API will wrap).
 //
 //   auto s = Session::prepare(graph, opts);          // prepare: schedule, plan, size (allocates)
 //   SessionBuffers buf = *session_buffers_alloc(**s)  // (or the caller's own regions)
@@ -48,8 +49,8 @@ struct MemoryRegion {
   uint64_t bytes = 0;
 };
 
-inline constexpr uint64_t kRegionAlign = 64;                   // every region
-inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;  // persistent when this large
+// Every region's alignment; `persistent` is aligned to hal::persistent_alignment of its size.
+inline constexpr uint64_t kRegionAlign = 64;
 
 struct SessionOptions {
   // Backends by registry name, in order of preference. A node goes to the first one whose
@@ -63,8 +64,8 @@ struct SessionOptions {
   std::vector<std::pair<std::string, std::vector<int64_t>>> bucket_bounds;
 };
 
-// Bytes the caller's regions must have (each at least 64-byte aligned; `persistent` 2 MiB
-// aligned when it is 2 MiB or more, for huge pages).
+// Bytes the caller's regions must have (each at least 64-byte aligned; `persistent` aligned to
+// hal::persistent_alignment(persistent_bytes): 2 MiB when it is 2 MiB or more, for huge pages).
 struct MemoryRequirements {
   uint64_t persistent_bytes = 0;  // packed weights of every executable
   uint64_t activation_bytes = 0;  // the largest bucket plan
@@ -103,7 +104,9 @@ struct Bucket {
 class Session {
  public:
   // Prepare phase. kNotFound for an unknown backend name; kUnsupported when no backend (cpu
-  // included) runs a node; kInvalidArgument for bad bucket bounds; graph errors from the verifier.
+  // included) runs a node; kInvalidArgument for bad bucket bounds; kOutOfRange when a bucket's
+  // inputs and activations together would need more than 2^48 bytes (256 TiB; below that no size
+  // derived from extents can overflow); graph errors from the verifier.
   static Result<std::unique_ptr<Session>> prepare(const ir::Graph& graph,
                                                   const SessionOptions& opts);
   ~Session();

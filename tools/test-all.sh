@@ -1,11 +1,15 @@
 #!/bin/sh
-# Builds and tests Laya Runtime in the two configurations that matter, warnings as errors:
+# Checks, builds and tests Laya Runtime, warnings as errors:
+#   formatting     every C++ file as clang-format 14 writes it with the root .clang-format
 #   build-release  the optimized build users run (benchmarks and tools compiled too)
 #   build-asan     -O2 with AddressSanitizer + UndefinedBehaviorSanitizer
-# and runs the whole meson test suite in each. Exits non-zero on the first failure.
+#   build-fuzz     clang, libFuzzer, ASan + UBSan: every fuzz target for 60 s (tools/fuzz.sh)
+# and runs the whole meson test suite in each build. Exits non-zero on the first failure.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=${LAYA_JOBS:-$(nproc)}
+find ir kernels hal runtime tools tests bench \( -name '*.cpp' -o -name '*.h' -o -name '*.inc' \) \
+  -print0 | xargs -0 clang-format-14 --dry-run -Werror
 [ -d build-release ] || meson setup build-release --buildtype=release
 ninja -C build-release -j "$jobs"
 meson test -C build-release --print-errorlogs --num-processes "$jobs"
@@ -13,3 +17,4 @@ meson test -C build-release --print-errorlogs --num-processes "$jobs"
   -Db_sanitize=address,undefined -Dbenchmarks=false
 ninja -C build-asan -j "$jobs"
 meson test -C build-asan --print-errorlogs --num-processes "$jobs"
+FUZZ_JOBS=$jobs tools/fuzz.sh all 60

@@ -1,5 +1,6 @@
 #include "tools/tiny_models.h"
 
+#include <climits>
 #include <cmath>
 #include <random>
 #include <string>
@@ -87,15 +88,6 @@ class Maker {
     return ir::kNoValue;
   }
 
-  Status check_config() const {
-    const TinyModelConfig& c = cfg_;
-    if (c.vocab <= 0 || c.d_model <= 0 || c.d_ff <= 0 || c.n_layers <= 0 || c.n_heads <= 0 ||
-        c.n_kv_heads <= 0 || c.max_batch <= 0 || c.max_seq <= 0 || c.d_model % c.n_heads != 0 ||
-        c.n_heads % c.n_kv_heads != 0 || (c.d_model / c.n_heads) % 2 != 0 || c.global_every <= 0)
-      return status_error(StatusCode::kInvalidArgument, "tiny model: inconsistent config");
-    return Status::ok();
-  }
-
   Result<ir::Graph> finish() {
     if (!status_.is_ok()) return status_;
     return std::move(b).finish();
@@ -116,9 +108,53 @@ class Maker {
 
 }  // namespace
 
+Status tiny_config_check(const TinyModelConfig& c) {
+  auto bad = [](const std::string& what) {
+    return Status(StatusCode::kInvalidArgument, "tiny model: " + what);
+  };
+  if (c.vocab <= 0 || c.vocab > INT32_MAX || c.d_model <= 0 || c.d_ff <= 0 || c.n_layers <= 0 ||
+      c.n_heads <= 0 || c.n_kv_heads <= 0 || c.max_batch <= 0 || c.max_seq <= 0 ||
+      c.global_every <= 0 || c.local_window < 0)
+    return bad("every size must be positive (vocab at most 2^31 - 1)");
+  if (c.d_model % c.n_heads != 0 || (c.d_model / c.n_heads) % 2 != 0)
+    return bad("d_model " + std::to_string(c.d_model) + " is not an even head_dim times " +
+               std::to_string(c.n_heads) + " heads");
+  if (c.d_model / c.n_heads > ir::AttrLimits::head_dim_max)
+    return bad("head_dim " + std::to_string(c.d_model / c.n_heads) + " exceeds " +
+               std::to_string(ir::AttrLimits::head_dim_max));
+  if (c.n_heads % c.n_kv_heads != 0)
+    return bad(std::to_string(c.n_heads) + " heads are not a multiple of " +
+               std::to_string(c.n_kv_heads) + " kv heads");
+  const ir::DType t = c.matmul_dtype;
+  const bool block = t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_1;
+  if (!block && t != DType::kF32 && t != DType::kF16 && t != DType::kBF16)
+    return bad(std::string("matmul dtype ") + ir::dtype_name(t) + " is not one of " +
+               "f32 f16 bf16 q8_0 q4_0 q4_1");
+  if (block && (c.d_model % kernels::kQK != 0 || c.d_ff % kernels::kQK != 0))
+    return bad(std::string(ir::dtype_name(t)) + " needs d_model and d_ff multiples of " +
+               std::to_string(kernels::kQK));
+  // Weight elements, at most: 2 V D (embedding, lm_head) + layers (4 D^2 + 3 D F + 4 D), in
+  // arithmetic that saturates at INT64_MAX instead of overflowing.
+  auto mul = [](int64_t a, int64_t b) {
+    int64_t r = 0;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+  };
+  auto add = [](int64_t a, int64_t b) {
+    int64_t r = 0;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+  };
+  const int64_t d = c.d_model, f = c.d_ff;
+  const int64_t layer = add(add(mul(4, mul(d, d)), mul(3, mul(d, f))), mul(4, d));
+  const int64_t params = add(mul(2, mul(c.vocab, d)), mul(c.n_layers, layer));
+  if (params > kTinyMaxParams)
+    return bad("about " + std::to_string(params) + " parameters; a tiny model has at most " +
+               std::to_string(kTinyMaxParams));
+  return Status::ok();
+}
+
 Result<ir::Graph> make_tiny_encoder(const TinyModelConfig& cfg, uint64_t seed) {
   Maker m(cfg, seed);
-  LAYA_RETURN_IF_ERROR(m.check_config());
+  LAYA_RETURN_IF_ERROR(tiny_config_check(cfg));
   ir::GraphBuilder& b = m.b;
   const int64_t d = cfg.d_model, hd = d / cfg.n_heads;
   const int batch = b.symbol("batch", 1, cfg.max_batch);
@@ -168,7 +204,7 @@ Result<ir::Graph> make_tiny_encoder(const TinyModelConfig& cfg, uint64_t seed) {
 
 Result<ir::Graph> make_tiny_decoder(const TinyModelConfig& cfg, uint64_t seed) {
   Maker m(cfg, seed);
-  LAYA_RETURN_IF_ERROR(m.check_config());
+  LAYA_RETURN_IF_ERROR(tiny_config_check(cfg));
   ir::GraphBuilder& b = m.b;
   const int64_t d = cfg.d_model, hd = d / cfg.n_heads, kvd = hd * cfg.n_kv_heads;
   const int batch = b.symbol("batch", 1, cfg.max_batch);

@@ -46,6 +46,15 @@ struct TinyModelConfig {
   ir::DType matmul_dtype = ir::DType::kF32;
 };
 
+inline constexpr int64_t kTinyMaxParams = int64_t{1} << 31;
+
+// kInvalidArgument naming the problem when `cfg` cannot make a model: a size <= 0, d_model not an
+// even head_dim (at most ir::AttrLimits::head_dim_max) times n_heads, n_heads not a multiple of
+// n_kv_heads, a matmul dtype other than the six above, a block dtype with d_model or d_ff not a
+// multiple of 32, or more than kTinyMaxParams weight elements (counted with checked arithmetic).
+// make_tiny_* run it first.
+Status tiny_config_check(const TinyModelConfig& cfg);
+
 Result<ir::Graph> make_tiny_encoder(const TinyModelConfig& cfg, uint64_t seed);
 Result<ir::Graph> make_tiny_decoder(const TinyModelConfig& cfg, uint64_t seed);
 

@@ -11,58 +11,33 @@
 
 #include "hal/cpu/thread_pool.h"
 #include "hal/hal.h"
+#include "ir/shape_infer.h"
 #include "kernels/kernels.h"
 
 namespace laya::hal {
 namespace cpu {
 namespace {
 
-constexpr uint64_t kHugePage = uint64_t{2} << 20;
-
 uint64_t round_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
 
-// The kernel weight type of a matmul / embedding weight, or false with a reason.
+// The kernel weight type of a matmul / embedding weight, or false with the reason (the rules are
+// ir::weight_format_check's; the kernel weight types carry the dtypes' names, kernels/matmul.inc).
 bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
+  if (Status s = ir::weight_format_check(w.dtype, w.quant); !s.is_ok()) {
+    *why = s.message();
+    return false;
+  }
   switch (w.dtype) {
-    case ir::DType::kF32:
-    case ir::DType::kF16:
-    case ir::DType::kBF16:
-      *t = w.dtype == ir::DType::kF32   ? kernels::WType::kF32
-           : w.dtype == ir::DType::kF16 ? kernels::WType::kF16
-                                        : kernels::WType::kBF16;
-      if (w.quant.kind == ir::QuantKind::kNone) return true;
-      *why = std::string(ir::dtype_name(w.dtype)) + " weights with " +
-             ir::quant_kind_name(w.quant.kind) + " quantization";
-      return false;
-    case ir::DType::kI8: {
-      *t = kernels::WType::kI8;
-      for (int32_t z : w.quant.zero_points)
-        if (z != 0) {
-          *why = "i8 weights with a nonzero zero point (only symmetric int8)";
-          return false;
-        }
-      const int64_t rows = w.shape.dims[0].c;
-      if (w.quant.kind == ir::QuantKind::kPerTensor && w.quant.scales.size() == 1) return true;
-      if (w.quant.kind == ir::QuantKind::kPerChannel && w.quant.axis == 0 &&
-          static_cast<int64_t>(w.quant.scales.size()) == rows)
-        return true;
-      *why = std::string("i8 weights with ") + ir::quant_kind_name(w.quant.kind) +
-             " quantization (need per-tensor or per-row scales, axis 0)";
-      return false;
-    }
-    case ir::DType::kQ8_0:
-    case ir::DType::kQ4_0:
-    case ir::DType::kQ4_1:
-      *t = w.dtype == ir::DType::kQ8_0   ? kernels::WType::kQ8_0
-           : w.dtype == ir::DType::kQ4_0 ? kernels::WType::kQ4_0
-                                         : kernels::WType::kQ4_1;
-      if (w.quant.kind == ir::QuantKind::kBlock) return true;
-      *why = std::string(ir::dtype_name(w.dtype)) + " weights without block quantization";
-      return false;
+#define MATMUL_WTYPE(name, Name, family, peak) \
+  case ir::DType::k##Name:                     \
+    *t = kernels::WType::k##Name;              \
+    return true;
+#include "kernels/matmul.inc"
+#undef MATMUL_WTYPE
     default:
-      *why = std::string(ir::dtype_name(w.dtype)) + " weights";
+      *why = std::string(ir::dtype_name(w.dtype)) + " weights: no kernel";
       return false;
   }
 }
@@ -191,7 +166,7 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
         return unsupported(n, "the table must be a constant [V, D] weight");
       kernels::WType t;
       std::string why;
-      if (!weight_type(table, &t, &why)) return unsupported(n, why + " are not supported");
+      if (!weight_type(table, &t, &why)) return unsupported(n, why);
       if (!dtype_is(1, ir::DType::kI32)) return unsupported(n, "ids must be i32");
       return Status::ok();
     }
@@ -201,7 +176,7 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
         return unsupported(n, "the weight must be a constant [N, K] (it is packed at load)");
       kernels::WType t;
       std::string why;
-      if (!weight_type(w, &t, &why)) return unsupported(n, why + " are not supported");
+      if (!weight_type(w, &t, &why)) return unsupported(n, why);
       const int64_t rows = w.shape.dims[0].c, k = w.shape.dims[1].c;
       const kernels::MatmulKernel& mm = table_.matmul[static_cast<int>(t)];
       if (mm.run == nullptr || mm.packed_bytes(rows, k) == 0)
@@ -241,7 +216,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
   e->graph = &g;
   uint64_t persistent = 0, scratch = 0;
   auto reserve = [&](uint64_t bytes) {
-    persistent = round_up(persistent, bytes >= kHugePage ? kHugePage : 64);
+    persistent = round_up(persistent, persistent_alignment(bytes));
     const uint64_t at = persistent;
     persistent += round_up(bytes, 64);
     return at;
@@ -337,10 +312,11 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
     return status_error(StatusCode::kInvalidArgument,
                         "cpu load: persistent region %p is not 64-byte aligned", persistent);
   uint8_t* base = static_cast<uint8_t*>(persistent);
-  if (e.needs_.persistent_bytes >= kHugePage) {
+  if (e.needs_.persistent_bytes >= kHugePageBytes) {
     // Huge pages for the packed weights (a hint: THP may be off, then this fails harmlessly).
-    const uintptr_t lo = round_up(reinterpret_cast<uintptr_t>(base), kHugePage);
-    const uintptr_t hi = (reinterpret_cast<uintptr_t>(base) + bytes) / kHugePage * kHugePage;
+    const uintptr_t lo = round_up(reinterpret_cast<uintptr_t>(base), kHugePageBytes);
+    const uintptr_t hi =
+        (reinterpret_cast<uintptr_t>(base) + bytes) / kHugePageBytes * kHugePageBytes;
     if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
   }
   const ir::Graph& g = *e.graph;
@@ -542,23 +518,17 @@ Status CpuBackend::execute(Executable& exe, const ExecContext& ctx) {
   return Status::ok();
 }
 
-// The kernel table BackendOptions::kernels names: "auto", "ref", or a Highway target.
-Result<kernels::KernelTable> pick_table(const std::string& name) {
-  if (name == "ref") return kernels::kernel_table_ref();
-  if (name.empty() || name == "auto") return kernels::kernel_table_hwy(0);
-  std::string have = "auto, ref";
-  for (int64_t t : kernels::kernel_hwy_targets()) {
-    if (name == kernels::kernel_target_name(t)) return kernels::kernel_table_hwy(t);
-    have += std::string(", ") + kernels::kernel_target_name(t);
-  }
-  return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
-                      name.c_str(), have.c_str());
-}
-
 Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
   if (opts.n_threads < 0)
     return status_error(StatusCode::kInvalidArgument, "cpu: n_threads %d < 0", opts.n_threads);
-  LAYA_ASSIGN_OR_RETURN(kernels::KernelTable table, pick_table(opts.kernels));
+  kernels::KernelTable table;
+  if (!kernels::kernel_table_by_name(opts.kernels, &table)) {
+    std::string have;
+    for (const std::string& k : kernels::kernel_table_names())
+      have += (have.empty() ? "" : ", ") + k;
+    return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
+                        opts.kernels.c_str(), have.c_str());
+  }
   return std::unique_ptr<Backend>(new CpuBackend(table, opts.n_threads));
 }
 
@@ -569,7 +539,7 @@ void cpu_register(Registry& r) {
   BackendInfo info;
   info.name = "cpu";
   info.create = cpu::create;
-  (void)r.add(info);
+  (void)r.add(info);  // a refusal stays in r.refused(), which laya-run backends lists
 }
 
 }  // namespace laya::hal

@@ -49,7 +49,7 @@ void null_register(Registry& r) {
   BackendInfo info;
   info.name = "null";
   info.create = create;
-  (void)r.add(info);
+  (void)r.add(info);  // a refusal stays in r.refused(), which laya-run backends lists
 }
 
 }  // namespace laya::hal

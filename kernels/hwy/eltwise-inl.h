@@ -80,8 +80,10 @@ HWY_INLINE float ReduceSum(DF d, VF v) {
 // (x86 register constraints; elsewhere a contracted product stays within the rope test's bound.)
 HWY_INLINE VF Product(VF a, VF b) {
   VF p = hn::Mul(a, b);
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR
-  asm("" : "+v"(p.raw));
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  asm("" : "+v"(p.raw));  // any of zmm / ymm / xmm 0-31
+#elif HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  asm("" : "+x"(p.raw));  // xmm / ymm 0-15: clang rejects "v" without AVX-512
 #endif
   return p;
 }

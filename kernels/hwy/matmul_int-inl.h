@@ -259,12 +259,21 @@ inline void quantize_x_i8(const float* x, int64_t k, uint8_t* panel, int64_t slo
   const hn::Rebind<int8_t, DI> d8;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));  // divides 32 on every target
   int64_t i = 0;
-  VF vmax = hn::Zero(df);
-  for (; i + N <= k; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, x + i)));
-  float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-  for (; i < k; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-  const float scale = amax == 0.0f ? 1.0f : amax / 127.0f;
-  const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;  // amax == 0: all q are 0 either way
+  VF vmax = hn::Zero(df), vz = hn::Zero(df);  // vz: sum of x * 0, NaN iff some x is inf or NaN
+  for (; i + N <= k; i += N) {
+    const VF v = hn::LoadU(df, x + i);
+    vmax = hn::Max(vmax, hn::Abs(v));
+    vz = hn::Add(vz, hn::Mul(v, hn::Zero(df)));
+  }
+  float amax = hn::GetLane(hn::MaxOfLanes(df, vmax)), z = hn::GetLane(hn::SumOfLanes(df, vz));
+  for (; i < k; ++i) {
+    amax = std::fmax(amax, std::fabs(x[i]));
+    z += x[i] * 0.0f;
+  }
+  // quant.h's rule: a non-finite row has a NaN scale and q = 0; a (near) zero one scale 1, q = 0.
+  const bool finite = !std::isnan(z), tiny = !(amax >= kActMinAmax);
+  const float scale = !finite ? NAN : tiny ? 1.0f : amax / 127.0f;
+  const float inv = !finite || tiny ? 0.0f : 127.0f / amax;
   const VF vinv = hn::Set(df, inv);
   const VI lo = hn::Set(di, -127), hi = hn::Set(di, 127);
   VI vsum = hn::Zero(di);
@@ -272,7 +281,9 @@ inline void quantize_x_i8(const float* x, int64_t k, uint8_t* panel, int64_t slo
   HWY_ALIGN int8_t tmp[kQK];
   for (int64_t c0 = 0; c0 < k; c0 += kQK) {
     const int64_t count = std::min<int64_t>(kQK, k - c0);
-    if (count == kQK) {
+    if (inv == 0.0f) {  // x * 0 is NaN for an inf: never convert it
+      std::memset(tmp, 0, sizeof tmp);
+    } else if (count == kQK) {
       for (int64_t j = 0; j < kQK; j += N) {
         const VI r =
             hn::Min(hn::Max(nearest_int(hn::Mul(hn::LoadU(df, x + c0 + j), vinv)), lo), hi);
@@ -307,17 +318,26 @@ void quantize_x_q8(const float* x, int64_t k, uint8_t* panel, int64_t slot, cons
   HWY_ALIGN int8_t tmp[kQK];
   for (int64_t b = 0; b < k / kQK; ++b) {
     const float* xb = x + b * kQK;
-    VF vmax = hn::Zero(df);
-    for (int64_t i = 0; i < kQK; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+    VF vmax = hn::Zero(df), vz = hn::Zero(df);  // vz: sum of x * 0, NaN iff some x is not finite
+    for (int64_t i = 0; i < kQK; i += N) {
+      const VF v = hn::LoadU(df, xb + i);
+      vmax = hn::Max(vmax, hn::Abs(v));
+      vz = hn::Add(vz, hn::Mul(v, hn::Zero(df)));
+    }
     const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const bool finite = !std::isnan(hn::GetLane(hn::SumOfLanes(df, vz)));
+    const float d = finite ? amax / 127.0f : NAN;  // quant.h's rule for non-finite / tiny blocks
+    const float id = finite && amax >= kActMinAmax ? 1.0f / d : 0.0f;
     const VF vid = hn::Set(df, id);
     VI vsum = hn::Zero(di);
-    for (int64_t i = 0; i < kQK; i += N) {
-      const VI r = nearest_int(hn::Mul(hn::LoadU(df, xb + i), vid));
-      vsum = hn::Add(vsum, r);
-      hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + i);
+    if (id == 0.0f) {  // x * 0 is NaN for an inf: never convert it
+      std::memset(tmp, 0, sizeof tmp);
+    } else {
+      for (int64_t i = 0; i < kQK; i += N) {
+        const VI r = nearest_int(hn::Mul(hn::LoadU(df, xb + i), vid));
+        vsum = hn::Add(vsum, r);
+        hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + i);
+      }
     }
     put_qs(panel, lay, slot, b * kQK, tmp, kQK);
     const int32_t sum = hn::GetLane(hn::SumOfLanes(di, vsum));

@@ -13,6 +13,21 @@
 
 namespace laya::ir::test {
 
+// Checked Dim arithmetic (ir::dim_add / dim_mul) for sums the test knows cannot overflow.
+inline Dim plus(const Dim& a, const Dim& b) {
+  Result<Dim> r = dim_add(a, b);
+  REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+  return *r;
+}
+inline Dim plus(const Dim& a, const Dim& b, const Dim& c) {
+  return plus(plus(a, b), c);
+}
+inline Dim times(const Dim& d, int64_t k) {
+  Result<Dim> r = dim_mul(d, k);
+  REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+  return *r;
+}
+
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

@@ -23,7 +23,7 @@ struct Fx {
 
   Dim B() const { return Dim::sym(batch); }
   Dim S() const { return Dim::sym(seq); }
-  Dim T() const { return Dim::sym(past) + Dim::sym(seq); }  // KV length
+  Dim T() const { return plus(Dim::sym(past), Dim::sym(seq)); }  // KV length
   static Dim F(int64_t v) { return Dim::fixed(v); }
 
   ValueId in(const std::string& name, const Shape& s, DType dt = DType::kF32) {
@@ -154,7 +154,7 @@ TEST_CASE("matmul: [..., K] x [N, K] (+ bias [N]) -> [..., N]; leading symbolic 
   Fx f;
   const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(64)}));
   const ValueId x1 = f.in("x1", Shape::fixed({64}));
-  const ValueId xs = f.in("xs", Shape::of({Dim::sym(f.seq, 3) + Dim::fixed(1), f.F(64)}));
+  const ValueId xs = f.in("xs", Shape::of({plus(Dim::sym(f.seq, 3), Dim::fixed(1)), f.F(64)}));
   const ValueId w = f.w("w", Shape::fixed({32, 64}));
   const ValueId bias = f.w("bias", Shape::fixed({32}));
   const ValueId y = f.b.matmul(x, w, bias);
@@ -179,7 +179,7 @@ TEST_CASE("matmul: [..., K] x [N, K] (+ bias [N]) -> [..., N]; leading symbolic 
   const Graph g = f.done();
   check_type(g, y, DType::kF32, Shape::of({f.B(), f.S(), f.F(32)}));
   check_type(g, y1, DType::kF32, Shape::fixed({32}));
-  check_type(g, ys, DType::kF32, Shape::of({Dim::sym(f.seq, 3) + Dim::fixed(1), f.F(32)}));
+  check_type(g, ys, DType::kF32, Shape::of({plus(Dim::sym(f.seq, 3), Dim::fixed(1)), f.F(32)}));
   for (ValueId v : ys_by_kind) check_type(g, v, DType::kF32, Shape::of({f.B(), f.S(), f.F(48)}));
 }
 
@@ -929,25 +929,107 @@ TEST_CASE("infer_node: output count, missing input ids, unknown op") {
   }
 }
 
-TEST_CASE("weight_dtype_ok lists what the kernels accept") {
-  CHECK(weight_dtype_ok(DType::kF32, {}));
-  CHECK(weight_dtype_ok(DType::kF16, {}));
-  CHECK(weight_dtype_ok(DType::kBF16, {}));
-  CHECK(weight_dtype_ok(DType::kI8, per_tensor(1.0f)));
-  CHECK(weight_dtype_ok(DType::kI8, per_channel(0, 4)));
+// ---- attribute limits (ir/attrs.inc) -------------------------------------------------------------
+
+TEST_CASE("attribute limits: every scalar attribute, on every node, within its limits") {
+  // One attribute set to `v` on a relu node (which reads none of them): the limits hold anyway.
+  auto relu_with = [](auto set) {
+    Fx f;
+    Attrs a;
+    set(a);
+    f.b.node1(Op::kRelu, {f.in("x", Shape::fixed({2, 16}))}, a, "bad");
+    return f.b.status();
+  };
+  struct Bad {
+    const char* what;
+    void (*set)(Attrs&);
+  };
+  const Bad bad[] = {
+      {"eps", [](Attrs& a) { a.eps = -1e-5f; }},
+      {"eps", [](Attrs& a) { a.eps = NAN; }},
+      {"eps", [](Attrs& a) { a.eps = INFINITY; }},
+      {"eps 2 is outside [0, 1]", [](Attrs& a) { a.eps = 2.0f; }},
+      {"n_heads 4097", [](Attrs& a) { a.n_heads = 4097; }},
+      {"n_heads -1", [](Attrs& a) { a.n_heads = -1; }},
+      {"n_kv_heads", [](Attrs& a) { a.n_kv_heads = INT32_MAX; }},
+      {"head_dim 5000", [](Attrs& a) { a.head_dim = 5000; }},
+      {"rotary_dim", [](Attrs& a) { a.rotary_dim = INT32_MIN; }},
+      {"rope_theta 0.5", [](Attrs& a) { a.rope_theta = 0.5f; }},
+      {"rope_theta", [](Attrs& a) { a.rope_theta = INFINITY; }},
+      {"rope_theta", [](Attrs& a) { a.rope_theta = 1e13f; }},
+      {"rope_theta", [](Attrs& a) { a.rope_theta = -NAN; }},
+      {"rope_mode 7", [](Attrs& a) { a.rope_mode = static_cast<RopeMode>(7); }},
+      {"scale inf", [](Attrs& a) { a.scale = INFINITY; }},
+      {"scale 3e+38", [](Attrs& a) { a.scale = 3e38f; }},
+      {"scale 101", [](Attrs& a) { a.scale = 101.0f; }},
+      {"scale", [](Attrs& a) { a.scale = -0.5f; }},
+      {"scale", [](Attrs& a) { a.scale = NAN; }},
+      {"mask -1", [](Attrs& a) { a.mask = static_cast<MaskKind>(-1); }},
+      {"window -2", [](Attrs& a) { a.window = -2; }},
+      {"act 4", [](Attrs& a) { a.act = static_cast<ActKind>(kActCount); }},
+  };
+  for (const Bad& c : bad) {
+    CAPTURE(std::string(c.what));
+    CHECK_STATUS(relu_with(c.set), StatusCode::kGraphBadAttribute, "'bad'", c.what, "is outside");
+  }
+  // The limits themselves are accepted.
+  CHECK_OK(relu_with([](Attrs& a) {
+    a.eps = AttrLimits::eps_min;
+    a.n_heads = AttrLimits::n_heads_max;
+    a.rope_theta = AttrLimits::rope_theta_max;
+    a.scale = AttrLimits::scale_max;
+    a.window = AttrLimits::window_max;
+    a.act = AttrLimits::act_max;
+  }));
+  CHECK_OK(relu_with([](Attrs& a) {
+    a.eps = AttrLimits::eps_max;
+    a.head_dim = AttrLimits::head_dim_max;
+    a.rope_theta = AttrLimits::rope_theta_min;
+    a.scale = AttrLimits::scale_min;
+    a.window = AttrLimits::window_min;
+    a.mask = AttrLimits::mask_max;
+    a.rope_mode = AttrLimits::rope_mode_max;
+  }));
+}
+
+TEST_CASE("attribute limits: a .laya-style graph with an absurd attention scale fails to verify") {
+  Fx f;
+  const ValueId q = f.in("q", Shape::of({f.B(), f.S(), f.F(64)}));
+  Attrs a;
+  a.n_heads = a.n_kv_heads = 4;
+  a.head_dim = 16;
+  f.b.attention(q, q, q, kNoValue, a, "attn");
+  Graph g = f.done();
+  for (float scale : {INFINITY, 3e38f, NAN}) {
+    g.nodes[0].attrs.scale = scale;
+    CHECK_STATUS(graph_verify(g), StatusCode::kGraphBadAttribute, "'attn'", "scale");
+  }
+  g.nodes[0].attrs.scale = 100.0f;
+  CHECK_OK(graph_verify(g));
+}
+
+TEST_CASE("weight_format_check lists what the kernels accept, with the reason") {
+  auto ok = [](DType d, const Quant& q) { return weight_format_check(d, q).is_ok(); };
+  CHECK(ok(DType::kF32, {}));
+  CHECK(ok(DType::kF16, {}));
+  CHECK(ok(DType::kBF16, {}));
+  CHECK(ok(DType::kI8, per_tensor(1.0f)));
+  CHECK(ok(DType::kI8, per_channel(0, 4)));
   Quant zero_zp = per_channel(0, 4);
   zero_zp.zero_points.assign(4, 0);
-  CHECK(weight_dtype_ok(DType::kI8, zero_zp));  // explicit zeros are still symmetric
+  CHECK(ok(DType::kI8, zero_zp));  // explicit zeros are still symmetric
   Quant zp = zero_zp;
   zp.zero_points[2] = 1;
-  CHECK_FALSE(weight_dtype_ok(DType::kI8, zp));
-  CHECK_FALSE(weight_dtype_ok(DType::kI8, per_channel(1, 4)));
-  CHECK_FALSE(weight_dtype_ok(DType::kI8, {}));
-  CHECK_FALSE(weight_dtype_ok(DType::kU8, per_tensor(1.0f)));
-  CHECK_FALSE(weight_dtype_ok(DType::kI32, {}));
-  CHECK_FALSE(weight_dtype_ok(DType::kF32, per_tensor(1.0f)));
+  CHECK_STATUS(weight_format_check(DType::kI8, zp), StatusCode::kGraphQuantMismatch, "symmetric");
+  CHECK_STATUS(weight_format_check(DType::kI8, per_channel(1, 4)), StatusCode::kGraphQuantMismatch,
+               "axis 0");
+  CHECK_FALSE(ok(DType::kI8, {}));
+  CHECK_FALSE(ok(DType::kU8, per_tensor(1.0f)));
+  CHECK_FALSE(ok(DType::kI32, {}));
+  CHECK_STATUS(weight_format_check(DType::kF32, per_tensor(1.0f)), StatusCode::kGraphQuantMismatch,
+               "f32 with per_tensor");
   for (DType d : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
-    CHECK(weight_dtype_ok(d, block_quant()));
-    CHECK_FALSE(weight_dtype_ok(d, {}));
+    CHECK(ok(d, block_quant()));
+    CHECK_FALSE(ok(d, {}));
   }
 }

@@ -21,31 +21,50 @@ constexpr int kBatch = 0, kSeq = 1, kPast = 2, kD = 3;
 }  // namespace
 
 TEST_CASE("Dim arithmetic: sums of symbols, multiples, constants, equality") {
-  const Dim kv = Dim::sym(kPast) + Dim::sym(kSeq);
+  const Dim kv = plus(Dim::sym(kPast), Dim::sym(kSeq));
   CHECK(kv.coef[kPast] == 1);
   CHECK(kv.coef[kSeq] == 1);
   CHECK(kv.c == 0);
   CHECK_FALSE(kv.is_fixed());
-  CHECK(kv == Dim::sym(kSeq) + Dim::sym(kPast));  // commutative
+  CHECK(kv == plus(Dim::sym(kSeq), Dim::sym(kPast)));  // commutative
   CHECK_FALSE(kv == Dim::sym(kSeq));
 
-  const Dim three_d = Dim::sym(kD) * 3;
+  const Dim three_d = times(Dim::sym(kD), 3);
   CHECK(three_d == Dim::sym(kD, 3));
-  CHECK(three_d == Dim::sym(kD) + Dim::sym(kD) + Dim::sym(kD));
-  const Dim affine = (Dim::sym(kSeq) + Dim::fixed(2)) * 4;  // 4 * seq + 8
+  CHECK(three_d == plus(Dim::sym(kD), Dim::sym(kD), Dim::sym(kD)));
+  const Dim affine = times(plus(Dim::sym(kSeq), Dim::fixed(2)), 4);  // 4 * seq + 8
   CHECK(affine.c == 8);
   CHECK(affine.coef[kSeq] == 4);
   CHECK(Dim::fixed(7).is_fixed());
-  CHECK(Dim::fixed(7) == Dim::fixed(3) + Dim::fixed(4));
+  CHECK(Dim::fixed(7) == plus(Dim::fixed(3), Dim::fixed(4)));
   CHECK_FALSE(Dim::fixed(7) == Dim::fixed(8));
-  CHECK(Dim::sym(kSeq) + Dim::sym(kSeq, -1) == Dim::fixed(0));  // cancels to a constant
-  CHECK((Dim::sym(kSeq) + Dim::sym(kSeq, -1)).is_fixed());
+  CHECK(plus(Dim::sym(kSeq), Dim::sym(kSeq, -1)) == Dim::fixed(0));  // cancels to a constant
+  CHECK(plus(Dim::sym(kSeq), Dim::sym(kSeq, -1)).is_fixed());
 
   const int64_t at[kMaxSymbols] = {2, 5, 30, 6};
   CHECK(kv.eval(at) == 35);
   CHECK(three_d.eval(at) == 18);
   CHECK(affine.eval(at) == 28);
-  CHECK((Dim::sym(kPast, 2) + Dim::sym(kSeq, -3) + Dim::fixed(5)).eval(at) == 60 - 15 + 5);
+  CHECK(plus(Dim::sym(kPast, 2), Dim::sym(kSeq, -3), Dim::fixed(5)).eval(at) == 60 - 15 + 5);
+}
+
+TEST_CASE("Dim arithmetic is checked: an int32 coefficient or the int64 constant never wraps") {
+  CHECK(dim_add(Dim::sym(kSeq, INT32_MAX), Dim::sym(kSeq, 1)).status().code() ==
+        StatusCode::kOutOfRange);
+  CHECK(dim_add(Dim::sym(kSeq, INT32_MIN), Dim::sym(kSeq, -1)).status().code() ==
+        StatusCode::kOutOfRange);
+  CHECK(dim_add(Dim::fixed(INT64_MAX), Dim::fixed(1)).status().code() == StatusCode::kOutOfRange);
+  CHECK(dim_mul(Dim::sym(kD, 1 << 16), 1 << 16).status().code() == StatusCode::kOutOfRange);
+  CHECK(dim_mul(Dim::sym(kD), int64_t{1} << 31).status().code() == StatusCode::kOutOfRange);
+  CHECK(dim_mul(Dim::fixed(int64_t{1} << 62), 2).status().code() == StatusCode::kOutOfRange);
+  CHECK(dim_mul(Dim::sym(kD), -1).status().code() == StatusCode::kOk);
+  // The edges themselves are fine.
+  Result<Dim> edge = dim_add(Dim::sym(kSeq, INT32_MAX - 1), Dim::sym(kSeq, 1));
+  REQUIRE(edge.is_ok());
+  CHECK(edge->coef[kSeq] == INT32_MAX);
+  Result<Dim> neg = dim_mul(Dim::sym(kD, INT32_MAX), -1);
+  REQUIRE(neg.is_ok());
+  CHECK(neg->coef[kD] == -INT32_MAX);
 }
 
 TEST_CASE("dim_min / dim_max over the symbols' bounds, incl. negative coefficients") {
@@ -54,17 +73,17 @@ TEST_CASE("dim_min / dim_max over the symbols' bounds, incl. negative coefficien
   CHECK(dim_max(Dim::fixed(384), s) == 384);
   CHECK(dim_min(Dim::sym(kSeq), s) == 1);
   CHECK(dim_max(Dim::sym(kSeq), s) == 16);
-  const Dim kv = Dim::sym(kPast) + Dim::sym(kSeq);
+  const Dim kv = plus(Dim::sym(kPast), Dim::sym(kSeq));
   CHECK(dim_min(kv, s) == 1);
   CHECK(dim_max(kv, s) == 116);
   CHECK(dim_min(Dim::sym(kD, 3), s) == 6);
   CHECK(dim_max(Dim::sym(kD, 3), s) == 24);
   // 10 - seq: smallest at seq = 16, largest at seq = 1
-  const Dim ten_minus_seq = Dim::fixed(10) + Dim::sym(kSeq, -1);
+  const Dim ten_minus_seq = plus(Dim::fixed(10), Dim::sym(kSeq, -1));
   CHECK(dim_min(ten_minus_seq, s) == -6);
   CHECK(dim_max(ten_minus_seq, s) == 9);
   // 2 * past - 3 * seq + 5
-  const Dim mixed = Dim::sym(kPast, 2) + Dim::sym(kSeq, -3) + Dim::fixed(5);
+  const Dim mixed = plus(Dim::sym(kPast, 2), Dim::sym(kSeq, -3), Dim::fixed(5));
   CHECK(dim_min(mixed, s) == 0 - 48 + 5);
   CHECK(dim_max(mixed, s) == 200 - 3 + 5);
 }
@@ -75,12 +94,12 @@ TEST_CASE("dim_to_string / shape_to_string") {
   CHECK(dim_to_string(Dim::fixed(0), s) == "0");
   CHECK(dim_to_string(Dim::fixed(-3), s) == "-3");
   CHECK(dim_to_string(Dim::sym(kSeq), s) == "seq");
-  CHECK(dim_to_string(Dim::sym(kPast) + Dim::sym(kSeq), s) == "seq + past");
+  CHECK(dim_to_string(plus(Dim::sym(kPast), Dim::sym(kSeq)), s) == "seq + past");
   CHECK(dim_to_string(Dim::sym(kD, 3), s) == "3 * d");
-  CHECK(dim_to_string(Dim::sym(kSeq) + Dim::fixed(-1), s) == "seq - 1");
-  CHECK(dim_to_string(Dim::sym(kSeq, 2) + Dim::fixed(1), s) == "2 * seq + 1");
-  CHECK(dim_to_string(Dim::fixed(10) + Dim::sym(kSeq, -1), s) == "-seq + 10");
-  CHECK(dim_to_string(Dim::sym(kPast, 2) + Dim::sym(kSeq, -3) + Dim::fixed(5), s) ==
+  CHECK(dim_to_string(plus(Dim::sym(kSeq), Dim::fixed(-1)), s) == "seq - 1");
+  CHECK(dim_to_string(plus(Dim::sym(kSeq, 2), Dim::fixed(1)), s) == "2 * seq + 1");
+  CHECK(dim_to_string(plus(Dim::fixed(10), Dim::sym(kSeq, -1)), s) == "-seq + 10");
+  CHECK(dim_to_string(plus(Dim::sym(kPast, 2), Dim::sym(kSeq, -3), Dim::fixed(5)), s) ==
         "-3 * seq + 2 * past + 5");
   CHECK(dim_to_string(Dim::sym(6), s) == "s6");  // a symbol the graph does not define
 
@@ -88,7 +107,7 @@ TEST_CASE("dim_to_string / shape_to_string") {
   CHECK(shape_to_string(Shape::fixed({384}), s) == "[384]");
   CHECK(shape_to_string(Shape::of({Dim::sym(kBatch), Dim::sym(kSeq), Dim::fixed(384)}), s) ==
         "[batch, seq, 384]");
-  CHECK(shape_to_string(Shape::of({Dim::sym(kBatch), Dim::sym(kPast) + Dim::sym(kSeq)}), s) ==
+  CHECK(shape_to_string(Shape::of({Dim::sym(kBatch), plus(Dim::sym(kPast), Dim::sym(kSeq))}), s) ==
         "[batch, seq + past]");
 }
 
@@ -109,7 +128,7 @@ TEST_CASE("Shape::of / Shape::fixed, equality and is_fixed") {
 
 TEST_CASE("shape_eval at symbol values; a negative dimension is kOutOfRange") {
   const Shape s = Shape::of(
-      {Dim::sym(kBatch), Dim::sym(kPast) + Dim::sym(kSeq), Dim::sym(kD, 3), Dim::fixed(64)});
+      {Dim::sym(kBatch), plus(Dim::sym(kPast), Dim::sym(kSeq)), Dim::sym(kD, 3), Dim::fixed(64)});
   const int64_t at[kMaxSymbols] = {2, 5, 7, 4};
   Extents e;
   CHECK_OK(shape_eval(s, at, &e));
@@ -127,7 +146,7 @@ TEST_CASE("shape_eval at symbol values; a negative dimension is kOutOfRange") {
   CHECK(scalar.rank == 0);
   CHECK(scalar.count() == 1);
 
-  const Shape neg = Shape::of({Dim::fixed(3), Dim::sym(kSeq) + Dim::fixed(-8)});
+  const Shape neg = Shape::of({Dim::fixed(3), plus(Dim::sym(kSeq), Dim::fixed(-8))});
   CHECK_STATUS(shape_eval(neg, at, &e), StatusCode::kOutOfRange, "dimension 1", "-3");
   const int64_t at_ok[kMaxSymbols] = {1, 8, 0, 2};
   CHECK_OK(shape_eval(neg, at_ok, &e));
@@ -137,7 +156,7 @@ TEST_CASE("shape_eval at symbol values; a negative dimension is kOutOfRange") {
 TEST_CASE("shape_max_count: element count at the max bounds; overflow is kFileSizeOverflow") {
   const std::vector<Symbol> s = test_symbols();
   Result<int64_t> n = shape_max_count(
-      Shape::of({Dim::sym(kBatch), Dim::sym(kPast) + Dim::sym(kSeq), Dim::fixed(64)}), s);
+      Shape::of({Dim::sym(kBatch), plus(Dim::sym(kPast), Dim::sym(kSeq)), Dim::fixed(64)}), s);
   REQUIRE(n.is_ok());
   CHECK(*n == 4 * 116 * 64);
   Result<int64_t> one = shape_max_count(Shape{}, s);
@@ -161,7 +180,7 @@ TEST_CASE("dim bounds near int64 limits saturate instead of overflowing") {
   CHECK(dim_max(Dim::sym(0, 4), huge) == INT64_MAX);
   CHECK(dim_min(Dim::sym(0, -4), huge) == INT64_MIN);
   CHECK(dim_max(Dim::sym(0, 1), huge) == int64_t{1} << 62);
-  CHECK(dim_max(Dim::sym(0, 1) + Dim::fixed(INT64_MAX), huge) == INT64_MAX);
+  CHECK(dim_max(plus(Dim::sym(0, 1), Dim::fixed(INT64_MAX)), huge) == INT64_MAX);
   Result<int64_t> n = shape_max_count(Shape::of({Dim::sym(0, 4)}), huge);
   CHECK(n.status().code() == StatusCode::kFileSizeOverflow);
 
@@ -271,6 +290,9 @@ TEST_CASE("op table and status codes") {
   CHECK(s.to_string() == (kHaveMessages ? "kGraphCycle: node 3 'x'" : "kGraphCycle"));
   CHECK(Status().is_ok());
   CHECK(std::string(Status().message()).empty());
+  // An empty message, even a view with no data at all (UBSan checks the copy).
+  CHECK(std::string(Status(StatusCode::kInternal, std::string_view()).message()).empty());
+  CHECK(std::string(status_error(StatusCode::kInternal, "%s", "").message()).empty());
   Result<int> r = Status();  // a Result from an ok Status is an internal error, not a value
   CHECK(r.status().code() == StatusCode::kInternal);
 }

@@ -221,7 +221,7 @@ TEST_CASE("verify: stored output type differs from inference") {
   }
   SUBCASE("symbolic dim") {
     TinyModel m = make_tiny_model();
-    m.g.values[m.h].shape.dims[1] = Dim::sym(m.seq) + Dim::fixed(1);
+    m.g.values[m.h].shape.dims[1] = plus(Dim::sym(m.seq), Dim::fixed(1));
     CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphShapeMismatch, "'embed'", "seq + 1");
   }
   SUBCASE("quantized activation") {
@@ -321,7 +321,7 @@ TEST_CASE("verify: ops and symbols") {
   }
   SUBCASE("dimension that can be negative") {
     TinyModel m = make_tiny_model();
-    m.g.values[m.ids].shape.dims[1] = Dim::sym(m.seq) + Dim::fixed(-2);
+    m.g.values[m.ids].shape.dims[1] = plus(Dim::sym(m.seq), Dim::fixed(-2));
     CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphShapeMismatch, "'ids'", "can be negative");
   }
   SUBCASE("rank out of range") {
@@ -345,4 +345,13 @@ TEST_CASE("graph_weight_stats counts parameters and bytes per dtype") {
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kI8)] == d * d);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kF16)] == 2 * 4 * d * d);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kBF16)] == 2 * 2 * d * d);
+  CHECK(s.params_by_dtype[static_cast<size_t>(DType::kF32)] == kTinyVocab * d + 2 * d);
+  CHECK(s.params_by_dtype[static_cast<size_t>(DType::kQ4_0)] == kTinyVocab * d);
+  CHECK(s.params_by_dtype[static_cast<size_t>(DType::kI8)] == d * d);
+  // An unverified graph whose counts overflow saturates instead of wrapping.
+  Graph huge = m.g;
+  huge.values[m.tok_emb].shape = Shape::fixed({int64_t{1} << 40, int64_t{1} << 40});
+  const WeightStats h = graph_weight_stats(huge);
+  CHECK(h.params == INT64_MAX);
+  CHECK(h.params_by_dtype[static_cast<size_t>(DType::kF32)] == INT64_MAX);
 }

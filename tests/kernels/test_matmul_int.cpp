@@ -391,6 +391,75 @@ TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactl
   }
 }
 
+TEST_CASE("int matmul: non-finite and tiny activations quantize by quant.h's rule everywhere") {
+  // Row / block contents that once reached a float-to-int conversion out of range (inf * 0 is NaN,
+  // 1 / d overflows for a denormal amax): every quantizer now writes q = 0 and a NaN or unit
+  // scale, bit for bit the same on every target.
+  const float specials[] = {INFINITY, -INFINITY, NAN, 1e-40f, 3e38f, -3e38f};
+  const int64_t k = 96;  // three q8 blocks
+  for (float special : specials) {
+    std::vector<float> x(k);
+    for (int64_t i = 0; i < k; ++i) x[i] = 0.25f * static_cast<float>(i % 7) - 0.75f;
+    x[5] = special;  // block 0 (and the i8 row)
+    for (int64_t i = 64; i < 96; ++i) x[i] = special == 1e-40f ? 1e-41f : 0.0f;  // block 2 tiny
+    const std::string what = "special " + std::to_string(special);
+    std::vector<int8_t> want_i8(k);
+    const float s_want = quantize_row_i8(x.data(), want_i8.data(), k);
+    CHECK_MESSAGE((std::isfinite(special) ? s_want > 0.0f : std::isnan(s_want)), what);
+    std::vector<BlockQ8_0> want_q80(k / kQK);
+    quantize_act_q8_0(x.data(), want_q80.data(), k);
+    std::vector<BlockQ8_1> want_q81(k / kQK);
+    quantize_act_q8_1(x.data(), want_q81.data(), k);
+    if (!std::isfinite(special))
+      for (int i = 0; i < kQK; ++i) CHECK(want_q80[0].qs[i] == 0);
+    for (int64_t target : kernel_hwy_targets()) {
+      const std::string name = std::string(kernel_target_name(target)) + " " + what;
+      std::vector<int8_t> got_i8(k);
+      const float s_got =
+          hwy_matmul_int::quantize_act(target, WType::kI8, x.data(), k, got_i8.data());
+      CHECK_MESSAGE(std::memcmp(&s_got, &s_want, 4) == 0, name, " i8 scale");
+      CHECK_MESSAGE(std::memcmp(got_i8.data(), want_i8.data(), k) == 0, name, " i8");
+      std::vector<BlockQ8_0> got_q80(k / kQK);
+      hwy_matmul_int::quantize_act(target, WType::kQ8_0, x.data(), k, got_q80.data());
+      CHECK_MESSAGE(std::memcmp(got_q80.data(), want_q80.data(), sizeof(BlockQ8_0) * 3) == 0, name,
+                    " q8_0");
+      std::vector<BlockQ8_1> got_q81(k / kQK);
+      hwy_matmul_int::quantize_act(target, WType::kQ4_1, x.data(), k, got_q81.data());
+      CHECK_MESSAGE(std::memcmp(got_q81.data(), want_q81.data(), sizeof(BlockQ8_1) * 3) == 0, name,
+                    " q8_1");
+    }
+  }
+  // Through whole matmuls: a row holding an inf gives NaN outputs on every path, the other rows
+  // the reference's values.
+  const int64_t m = 3, n = 20;
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k)), bias(n, 0.0f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 11) - 0.5f;
+  x[k + 7] = INFINITY;  // row 1
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      const Weights wt = make_weights(type, w, n, k);
+      const Case c{m, n, k, 0, 0, false};
+      const std::vector<float> yr =
+          run_kernel(kernel_table_ref().matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+      const std::vector<float> yh =
+          run_kernel(var.table.matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          INFO(var.name, " ", std::string(wtype_name(type)), " row ", r, " col ", j);
+          const float want = yr[r * n + j], got = yh[r * n + j];
+          if (r == 1) {
+            CHECK(std::isnan(want));
+            CHECK(std::isnan(got));
+          } else {
+            CHECK(std::isfinite(got));
+            CHECK(std::fabs(got - want) <= 1e-5f * std::fabs(want) + 1e-4f);
+          }
+        }
+    }
+  }
+}
+
 TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturate any path") {
   // Weights of -128 / 127 (possible in a file though quantize_row_* never writes -128) against
   // x quantized to +-127: pmaddubsw pair sums reach 2 * 128 * 127 = 32512, just below int16

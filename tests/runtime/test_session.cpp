@@ -169,14 +169,14 @@ TEST_CASE("a large persistent region must be 2 MiB aligned; large weights sit on
   auto s = Session::prepare(*g, cpu_options("ref"));
   REQUIRE(s.is_ok());
   const runtime::MemoryRequirements& req = (*s)->requirements();
-  REQUIRE(req.persistent_bytes >= runtime::kHugePageBytes);
+  REQUIRE(req.persistent_bytes >= hal::kHugePageBytes);
   auto buf = runtime::session_buffers_alloc(**s);
   REQUIRE(buf.is_ok());
-  CHECK(reinterpret_cast<uintptr_t>(buf->persistent.data()) % runtime::kHugePageBytes == 0);
+  CHECK(reinterpret_cast<uintptr_t>(buf->persistent.data()) % hal::kHugePageBytes == 0);
   auto off = runtime::RegionBuffer::alloc(req.persistent_bytes + 4096, 64, false);
   REQUIRE(off.is_ok());
   uint8_t* base = static_cast<uint8_t*>(off->data());
-  if (reinterpret_cast<uintptr_t>(base) % runtime::kHugePageBytes == 0) base += 64;
+  if (reinterpret_cast<uintptr_t>(base) % hal::kHugePageBytes == 0) base += 64;
   Status st = (*s)->bind_memory(MemoryRegion{base, req.persistent_bytes}, buf->activations.region(),
                                 buf->scratch.region());
   CHECK(st.code() == StatusCode::kInvalidArgument);
@@ -189,10 +189,37 @@ TEST_CASE("a large persistent region must be 2 MiB aligned; large weights sit on
   // packed layout is the file layout, so its bytes are findable in the region.
   const ir::Value& wi = g->values[g->find_value("l0.wi")];
   bool found = false;
-  for (uint64_t off2 = 0; off2 + wi.nbytes <= req.persistent_bytes; off2 += runtime::kHugePageBytes)
+  for (uint64_t off2 = 0; off2 + wi.nbytes <= req.persistent_bytes; off2 += hal::kHugePageBytes)
     found = found || std::memcmp(static_cast<uint8_t*>(buf->persistent.data()) + off2, wi.data,
                                  wi.nbytes) == 0;
   CHECK(found);
+}
+
+TEST_CASE("buckets: symbol bounds up to INT64_MAX, and plans that would overflow, are errors") {
+  {  // default bucket bounds double up to the max without overflowing
+    ir::GraphBuilder b;
+    b.symbol("n", 1, INT64_MAX);
+    b.input("bytes", ir::DType::kU8, ir::Shape::of({ir::Dim::fixed(4)}));
+    auto g = std::move(b).finish();
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    auto s = runtime::Session::prepare(*g, {});
+    REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+    const std::vector<runtime::Bucket>& buckets = (*s)->buckets();
+    CHECK(buckets.back().hi[0] == INT64_MAX);
+    CHECK(buckets[buckets.size() - 2].hi[0] == int64_t{1} << 62);
+  }
+  {  // two activations of 2^47 bytes and an input of 2^47: over the 2^48 bytes of a bucket
+    ir::GraphBuilder b;
+    const int n = b.symbol("n", 1, int64_t{1} << 45);
+    const ir::ValueId x = b.input("x", ir::DType::kF32, ir::Shape::of({ir::Dim::sym(n)}));
+    const ir::ValueId y = b.relu(x, "y");
+    b.output(b.add(y, b.relu(y, "z"), "sum"), "out");
+    auto g = std::move(b).finish();
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    auto s = runtime::Session::prepare(*g, {});
+    CHECK(s.status().code() == StatusCode::kOutOfRange);
+    CHECK(contains(s.status().message(), "shape bucket"));
+  }
 }
 
 TEST_CASE("buckets: lengths across buckets match per-length runs; high-water marks grow") {
@@ -373,6 +400,8 @@ TEST_CASE("registry: builtin backends, API version check, duplicates, unknown na
   CHECK(std::find(names.begin(), names.end(), "cpu") != names.end());
   CHECK(std::find(names.begin(), names.end(), "null") != names.end());
 
+  CHECK(reg.refused().empty());
+
   hal::Registry r;
   Status st = r.add(fake_info(hal::kApiVersion + 1, "future"));
   CHECK(st.code() == StatusCode::kBackendVersionMismatch);
@@ -381,6 +410,28 @@ TEST_CASE("registry: builtin backends, API version check, duplicates, unknown na
   CHECK(r.add(fake_info(hal::kApiVersion, "fake")).is_ok());
   CHECK(r.add(fake_info(hal::kApiVersion, "fake")).code() == StatusCode::kInvalidArgument);
   CHECK(r.create("missing", {}).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("registry: a refused backend stays visible, with its reason") {
+  // A register function ignores add()'s result ((void)r.add(info)); the refusal must not vanish.
+  hal::Registry r;
+  (void)r.add(fake_info(hal::kApiVersion + 1, "stale"));
+  (void)r.add(fake_info(hal::kApiVersion, ""));
+  REQUIRE(r.refused().size() == 2);
+  CHECK(r.refused()[0].name == "stale");
+  CHECK(r.refused()[0].reason.code() == StatusCode::kBackendVersionMismatch);
+  CHECK(contains(r.refused()[0].reason.message(), "HAL API"));
+  CHECK(r.refused()[1].reason.code() == StatusCode::kInvalidArgument);
+  CHECK(r.list().empty());
+  // Asking for it by name gives the refusal, not "no such backend".
+  Status st = r.create("stale", {}).status();
+  CHECK(st.code() == StatusCode::kBackendVersionMismatch);
+  CHECK(contains(st.message(), "stale"));
+  // A duplicate is refused, the first registration stays usable.
+  CHECK(r.add(fake_info(hal::kApiVersion, "fake")).is_ok());
+  (void)r.add(fake_info(hal::kApiVersion, "fake"));
+  CHECK(r.refused().size() == 3);
+  CHECK(r.find("fake") != nullptr);
 }
 
 TEST_CASE("cpu backend: capabilities and kernel selection") {

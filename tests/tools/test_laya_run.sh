@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# laya-run as a user meets it: help everywhere, exit code 2 with a message on bad arguments, 1 with a
-# message on a bad model, inspect / run output, .npy inputs and outputs, determinism.
-# usage: test_laya_run.sh LAYA_RUN ENCODER.laya DECODER.laya
+# laya-run and laya-make-tiny as a user meets them: help everywhere, exit code 2 with a message on
+# bad arguments, 1 with a message on a bad model or file, inspect / run output, .npy inputs and
+# outputs, determinism.
+# usage: test_laya_run.sh LAYA_RUN ENCODER.laya DECODER.laya LAYA_MAKE_TINY
 set -u
-run=$1 enc=$2 dec=$3
+run=$1 enc=$2 dec=$3 make_tiny=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -13,7 +14,7 @@ expect() {
   local code=$1 pattern=$2
   shift 3
   local out rc
-  out=$("$run" "$@" 2>&1)
+  out=$(timeout 60 "$run" "$@" 2>&1)  # a hang (e.g. on a FIFO) fails instead of stalling
   rc=$?
   if [[ $rc -ne $code ]] || ! grep -qE -- "$pattern" <<<"$out"; then
     echo "FAIL: laya-run $* -> exit $rc (want $code), pattern '$pattern'"
@@ -54,7 +55,22 @@ expect 2 "--repeat must be" -- run "$enc" --repeat 0
 expect 2 "--threads must be" -- inspect "$enc" --threads x
 expect 2 "no symbol 'nope'" -- run "$enc" --dim nope=3
 expect 2 "no input 'nope'" -- run "$enc" --input nope=x.npy
-expect 1 "kOutOfRange.*seq" -- run "$enc" --dim seq=100000
+expect 2 "--dim seq must be an integer in \[1, 512\], got '100000'" -- run "$enc" --dim seq=100000
+expect 2 "--dim seq must be an integer in \[1, 512\], got '-1'" -- run "$enc" --dim seq=-1
+expect 2 "--dim seq must be an integer in \[1, 512\], got '0'" -- run "$enc" --dim seq=0
+expect 2 "--dim seq must be an integer .*got '12x'" -- run "$enc" --dim seq=12x
+expect 2 "--dim seq is given twice" -- run "$enc" --dim seq=3 --dim seq=4
+expect 2 "--dim wants NAME=N" -- run "$enc" --dim =3
+expect 2 "--repeat is given twice" -- run "$enc" --repeat 2 --repeat 3
+expect 2 "--repeat must be an integer in \[1, 1000000\], got '99999999999999999999'" -- \
+  run "$enc" --repeat 99999999999999999999
+expect 2 "--seed must be an integer >= 0" -- run "$enc" --seed -5
+expect 2 "--profile takes no value" -- run "$enc" --profile=1
+expect 2 "--threads must be an integer in \[0, 1024\]" -- run "$enc" --threads 5000
+expect 2 "--backends lists 'cpu' twice" -- run "$enc" --backends cpu,cpu
+expect 2 "--backends wants a comma-separated list" -- run "$enc" --backends cpu,,null
+expect 2 "--save needs a non-empty value" -- run "$enc" --save=
+expect 2 "--input wants NAME=FILE.npy" -- run "$enc" --input ids=
 expect 1 "kIoError.*missing.laya" -- run "$tmp/missing.laya"
 expect 1 "kIoError" -- inspect "$tmp"
 printf 'GGUF\x03\x00\x00\x00 not a laya file at all' >"$tmp/junk.laya"
@@ -63,10 +79,20 @@ expect 1 "kFileBadIdentifier" -- inspect "$tmp/junk.laya"
 expect 1 "kFileEmpty" -- run "$tmp/empty.laya"
 head -c 5000 "$enc" >"$tmp/trunc.laya"
 expect 1 "kFileTruncated" -- run "$tmp/trunc.laya"
-expect 1 "kNotFound.*no backend 'npu9'" -- run "$enc" --backends npu9
+expect 2 "--backends: no backend 'npu9' in this build \(have: cpu, null\)" -- run "$enc" --backends npu9
 expect 2 "--kernels nosuchisa is not one of: auto, ref" -- run "$enc" --kernels nosuchisa
 expect 0 "^cpu .*thread" -- backends
 expect 0 "^null .*supports no op" -- backends
+expect 2 "backends takes no arguments" -- backends extra
+expect 2 "unknown option --bogus" -- backends --bogus
+
+# Paths that are not regular files fail at once with the path and what it is, never hang.
+mkfifo "$tmp/fifo.laya" "$tmp/fifo.npy"
+expect 1 "kIoError.*fifo.laya' is a FIFO, not a regular file" -- inspect "$tmp/fifo.laya"
+expect 1 "kIoError.*fifo.npy' is a FIFO, not a regular file" -- run "$enc" --input ids="$tmp/fifo.npy"
+expect 1 "kIoError.*cannot open '$tmp/none.npy': No such file or directory" -- \
+  run "$enc" --input ids="$tmp/none.npy"
+expect 1 "kIoError.*/dev/null' is a character device" -- run /dev/null
 
 expect 0 "ops \(54 nodes\)" -- inspect "$enc"
 expect 0 "matmul +16" -- inspect "$enc"
@@ -91,18 +117,65 @@ npy_i4 "$tmp/bad_ids.npy" "1, 3" 1 9000 3
 expect 1 "kIndexOutOfRange.*9000" -- run "$enc" --input ids="$tmp/bad_ids.npy" --repeat 1
 npy_i4 "$tmp/ids3.npy" "5," 1 2 3 4 5
 expect 2 "rank 2, the file has 1" -- run "$enc" --input ids="$tmp/ids3.npy"
+npy_i4 "$tmp/long.npy" "1, 600" $(seq 600)
+expect 2 "input 'ids' sets seq = 600 \(its dimension 1\), outside \[1, 512\]" -- \
+  run "$enc" --input ids="$tmp/long.npy"
+npy_i4 "$tmp/wrap.npy" "4611686018427387904, 4"  # 2^64 elements: once wrapped to 0, matching no data
+expect 1 "shape's element count overflows" -- run "$enc" --input ids="$tmp/wrap.npy"
+expect 2 "--input ids is given twice" -- run "$enc" --input ids="$tmp/ids.npy" --input ids="$tmp/ids.npy"
+printf 'not numpy at all' >"$tmp/junk.npy"
+expect 1 "kInvalidArgument.*junk.npy': not a .npy file" -- run "$enc" --input ids="$tmp/junk.npy"
 
-# Outputs to .npy, deterministic for a seed, different for another seed.
-mkdir -p "$tmp/a" "$tmp/b" "$tmp/c"
+# Outputs to .npy, deterministic for a seed, different for another seed; --save makes its
+# directory (and its parents), and names the path and the OS reason when it cannot.
+mkdir -p "$tmp/a" "$tmp/b"
 expect 0 "hidden" -- run "$enc" --repeat 1 --seed 7 --save "$tmp/a"
 expect 0 "hidden" -- run "$enc" --repeat 1 --seed 7 --save "$tmp/b"
-expect 0 "hidden" -- run "$enc" --repeat 1 --seed 8 --save "$tmp/c"
+expect 0 "hidden" -- run "$enc" --repeat 1 --seed 8 --save "$tmp/c/d/"
+mv "$tmp/c/d/hidden.npy" "$tmp/c/hidden.npy"
+: >"$tmp/file"
+expect 1 "kIoError.*--save: cannot create directory '$tmp/file/out'" -- run "$enc" --save "$tmp/file/out"
+expect 1 "kIoError.*cannot create directory '$tmp/file'" -- run "$enc" --save "$tmp/file"
 if cmp -s "$tmp/a/hidden.npy" "$tmp/b/hidden.npy" && ! cmp -s "$tmp/a/hidden.npy" "$tmp/c/hidden.npy" &&
    [[ $(stat -c %s "$tmp/a/hidden.npy") -eq $((128 + 16 * 256 * 4)) ]]; then
   echo "ok:   saved outputs are deterministic per seed"
 else
   echo "FAIL: saved outputs"; fails=$((fails + 1))
 fi
+
+# laya-make-tiny: every option checked against its range; a configuration that cannot make a model
+# is a bad argument too.
+make_tiny_expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local out rc
+  out=$(timeout 60 "$make_tiny" "$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $code ]] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL: laya-make-tiny $* -> exit $rc (want $code), pattern '$pattern'"
+    echo "$out" | head -20 | sed 's/^/    /'
+    fails=$((fails + 1))
+  else
+    echo "ok:   laya-make-tiny $*"
+  fi
+}
+make_tiny_expect 0 "usage: laya-make-tiny" -- --help
+make_tiny_expect 2 "one output path" --
+make_tiny_expect 2 "--layers must be an integer in \[1, 1024\], got '99999999999'" -- \
+  "$tmp/t.laya" --layers 99999999999
+make_tiny_expect 2 "--heads must be an integer in \[1, 4096\], got '0'" -- "$tmp/t.laya" --heads 0
+make_tiny_expect 2 "--kind x is not one of: encoder, decoder" -- "$tmp/t.laya" --kind x
+make_tiny_expect 2 "--dtype i32 is not one of" -- "$tmp/t.laya" --dtype i32
+make_tiny_expect 2 "--seed is given twice" -- "$tmp/t.laya" --seed 1 --seed 2
+make_tiny_expect 2 "d_model 60 is not an even head_dim times 4 heads" -- \
+  "$tmp/t.laya" --d-model 60 --heads 4
+make_tiny_expect 2 "q4_0 needs d_model and d_ff multiples of 32" -- "$tmp/t.laya" --dtype q4_0 \
+  --d-model 48 --heads 4 --d-ff 64
+make_tiny_expect 2 "parameters; a tiny model has at most" -- "$tmp/t.laya" --vocab 2000000000 \
+  --d-model 65536 --heads 64
+make_tiny_expect 1 "kIoError.*cannot create '$tmp/no/dir/t.laya.tmp'" -- "$tmp/no/dir/t.laya"
+make_tiny_expect 0 "" -- "$tmp/small.laya" --vocab 10 --d-model 16 --d-ff 8 --layers 1 --heads 2
+expect 0 "ops \(" -- inspect "$tmp/small.laya"
 
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]

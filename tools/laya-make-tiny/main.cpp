@@ -5,13 +5,13 @@
 //   laya-make-tiny OUT.laya [--kind encoder|decoder] [--dtype f32|f16|bf16|q8_0|q4_0|q4_1]
 //                  [--vocab N] [--d-model N] [--d-ff N] [--layers N] [--heads N] [--kv-heads N]
 //                  [--max-batch N] [--max-seq N] [--seed N]
-#include <cerrno>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
+#include <vector>
 
 #include "ir/model_file.h"
+#include "tools/cli.h"
 #include "tools/tiny_models.h"
 
 namespace {
@@ -24,8 +24,10 @@ constexpr const char* kUsage =
     "\n"
     "  --kind encoder|decoder   (default encoder)\n"
     "  --dtype T                matmul weights: f32 f16 bf16 q8_0 q4_0 q4_1 (default f32)\n"
-    "  --vocab N --d-model N --d-ff N --layers N --heads N --kv-heads N\n"
-    "  --max-batch N --max-seq N --seed N\n"
+    "  --vocab N (1..2^31-1) --d-model N --d-ff N (1..2^20) --layers N (1..1024)\n"
+    "  --heads N --kv-heads N (1..4096; d-model = heads x an even head_dim, heads a multiple of\n"
+    "  kv-heads) --max-batch N (1..2^20) --max-seq N (1..2^30) --seed N (>= 0)\n"
+    "  Block dtypes need d-model and d-ff multiples of 32; at most 2^31 parameters.\n"
     "exit codes: 0 ok, 1 could not build or write the model, 2 bad arguments\n";
 
 int bad(const std::string& msg) {
@@ -33,68 +35,48 @@ int bad(const std::string& msg) {
   return 2;
 }
 
-bool to_int(const char* s, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  *out = std::strtoll(s, &end, 10);
-  return errno == 0 && end != s && *end == '\0';
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace laya;
   tools::TinyModelConfig cfg;
-  std::string out, kind = "encoder";
-  long long seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    }
-    if (a.rfind("--", 0) != 0) {
-      if (!out.empty()) return bad("one output path only");
-      out = a;
-      continue;
-    }
-    if (i + 1 >= argc) return bad(a + " needs a value");
-    const char* v = argv[++i];
-    long long n = 0;
-    if (a == "--kind") {
-      kind = v;
-      if (kind != "encoder" && kind != "decoder") return bad("--kind is encoder or decoder");
-      continue;
-    }
-    if (a == "--dtype") {
-      Result<ir::DType> d = ir::dtype_from_name(v);
-      if (!d.is_ok()) return bad(d.status().message());
-      cfg.matmul_dtype = *d;
-      continue;
-    }
-    if (!to_int(v, &n) || n < 0) return bad(a + " needs a non-negative number");
-    if (a == "--vocab")
-      cfg.vocab = n;
-    else if (a == "--d-model")
-      cfg.d_model = n;
-    else if (a == "--d-ff")
-      cfg.d_ff = n;
-    else if (a == "--layers")
-      cfg.n_layers = static_cast<int32_t>(n);
-    else if (a == "--heads")
-      cfg.n_heads = static_cast<int32_t>(n);
-    else if (a == "--kv-heads")
-      cfg.n_kv_heads = static_cast<int32_t>(n);
-    else if (a == "--max-batch")
-      cfg.max_batch = n;
-    else if (a == "--max-seq")
-      cfg.max_seq = n;
-    else if (a == "--seed")
-      seed = n;
-    else
-      return bad("unknown option " + a);
+  bool help = false;
+  std::string kind = "encoder", dtype = "f32";
+  int64_t seed = 1, vocab = cfg.vocab, d_model = cfg.d_model, d_ff = cfg.d_ff,
+          layers = cfg.n_layers, heads = cfg.n_heads, kv_heads = cfg.n_kv_heads,
+          max_batch = cfg.max_batch, max_seq = cfg.max_seq;
+  tools::ArgParser p;
+  p.flag("help", &help);
+  p.choice("kind", {"encoder", "decoder"}, &kind);
+  p.choice("dtype", {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"}, &dtype);
+  p.integer("vocab", 1, INT32_MAX, &vocab);
+  p.integer("d-model", 1, int64_t{1} << 20, &d_model);
+  p.integer("d-ff", 1, int64_t{1} << 20, &d_ff);
+  p.integer("layers", 1, 1024, &layers);
+  p.integer("heads", 1, 4096, &heads);
+  p.integer("kv-heads", 1, 4096, &kv_heads);
+  p.integer("max-batch", 1, int64_t{1} << 20, &max_batch);
+  p.integer("max-seq", 1, int64_t{1} << 30, &max_seq);
+  p.integer("seed", 0, INT64_MAX, &seed);
+  std::vector<std::string> positional;
+  if (!p.parse(argc, argv, 1, &positional)) return bad(p.error());
+  if (help) {
+    std::printf("%s", kUsage);
+    return 0;
   }
-  if (out.empty()) return bad("missing OUT.laya");
+  if (positional.size() != 1) return bad("one output path, OUT.laya");
+  const std::string out = positional[0];
+  cfg.vocab = vocab;
+  cfg.d_model = d_model;
+  cfg.d_ff = d_ff;
+  cfg.n_layers = static_cast<int32_t>(layers);
+  cfg.n_heads = static_cast<int32_t>(heads);
+  cfg.n_kv_heads = static_cast<int32_t>(kv_heads);
+  cfg.max_batch = max_batch;
+  cfg.max_seq = max_seq;
+  cfg.matmul_dtype = *ir::dtype_from_name(dtype);
+  // A configuration that cannot make a model is a bad argument too.
+  if (Status s = tools::tiny_config_check(cfg); !s.is_ok()) return bad(s.message());
   Result<ir::Graph> g = kind == "encoder"
                             ? tools::make_tiny_encoder(cfg, static_cast<uint64_t>(seed))
                             : tools::make_tiny_decoder(cfg, static_cast<uint64_t>(seed));
