@@ -82,6 +82,9 @@ bool weight_dtype_ok(DType dtype, const Quant& q) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
       return q.kind == QuantKind::kBlock;
     default:
       return false;

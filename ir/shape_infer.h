@@ -19,7 +19,8 @@ struct InferredOutput {
 Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* out);
 
 // Whether `dtype` (with `quant`) can be a matmul / embedding weight, i.e. what the kernels accept:
-// f32, f16, bf16, i8 symmetric per-tensor or per-row (axis 0), q8_0, q4_0, q4_1.
+// f32, f16, bf16, i8 symmetric per-tensor or per-row (axis 0), q8_0, q4_0, q4_1, q4_K, q5_K,
+// q6_K.
 bool weight_dtype_ok(DType dtype, const Quant& quant);
 
 }  // namespace laya::ir

@@ -55,9 +55,29 @@ bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
     case ir::DType::kQ8_0:
     case ir::DType::kQ4_0:
     case ir::DType::kQ4_1:
-      *t = w.dtype == ir::DType::kQ8_0   ? kernels::WType::kQ8_0
-           : w.dtype == ir::DType::kQ4_0 ? kernels::WType::kQ4_0
-                                         : kernels::WType::kQ4_1;
+    case ir::DType::kQ4_K:
+    case ir::DType::kQ5_K:
+    case ir::DType::kQ6_K:
+      switch (w.dtype) {
+        case ir::DType::kQ8_0:
+          *t = kernels::WType::kQ8_0;
+          break;
+        case ir::DType::kQ4_0:
+          *t = kernels::WType::kQ4_0;
+          break;
+        case ir::DType::kQ4_1:
+          *t = kernels::WType::kQ4_1;
+          break;
+        case ir::DType::kQ4_K:
+          *t = kernels::WType::kQ4_K;
+          break;
+        case ir::DType::kQ5_K:
+          *t = kernels::WType::kQ5_K;
+          break;
+        default:
+          *t = kernels::WType::kQ6_K;
+          break;
+      }
       if (w.quant.kind == ir::QuantKind::kBlock) return true;
       *why = std::string(ir::dtype_name(w.dtype)) + " weights without block quantization";
       return false;
@@ -129,8 +149,9 @@ class CpuBackend final : public Backend {
     caps_.name = "cpu";
     caps_.description = description_.c_str();
     caps_.n_groups = static_cast<uint32_t>(pool_.n_threads());
-    for (ir::DType d : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8,
-                        ir::DType::kQ8_0, ir::DType::kQ4_0, ir::DType::kQ4_1})
+    for (ir::DType d :
+         {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8, ir::DType::kQ8_0,
+          ir::DType::kQ4_0, ir::DType::kQ4_1, ir::DType::kQ4_K, ir::DType::kQ5_K, ir::DType::kQ6_K})
       caps_.weight_dtypes |= uint64_t{1} << static_cast<int>(d);
     caps_.memory_kinds = 1u << static_cast<int>(MemoryKind::kHost);
     caps_.modelled_time = false;
@@ -207,7 +228,8 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
       if (mm.run == nullptr || mm.packed_bytes(rows, k) == 0)
         return unsupported(n, std::string(kernels::wtype_name(t)) + " weights [" +
                                   std::to_string(rows) + ", " + std::to_string(k) +
-                                  "]: no kernel for this layout (block types need K % 32 == 0)");
+                                  "]: no kernel for this layout (block types need K % 32 == 0, "
+                                  "K-quants K % 256 == 0)");
       if (!dtype_is(0, ir::DType::kF32)) return unsupported(n, "x must be f32");
       if (n_in == 3 && !dtype_is(2, ir::DType::kF32)) return unsupported(n, "bias must be f32");
       return Status::ok();

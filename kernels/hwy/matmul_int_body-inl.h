@@ -128,10 +128,129 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     for (int t = 0; t < NT; ++t) hn::Store(facc[r][t], df, a.out + (r * NT + t) * L);
 }
 
+// The unpacked u8 quants (one int32 lane = 4 consecutive values of a column) of group-of-4 g
+// (0..7 within the sub-block) of sub-block j, for tile t; q = a.w + b * a.rec (the record).
+template <WType T>
+LAYA_MI_ATTR HWY_INLINE VI kq_weights(const MicroArgs& a, const uint8_t* q, int j, int g, int t) {
+  const DI di;
+  const DU du;
+  const int64_t L = lanes();
+  auto load = [&](int gr) {
+    return hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + gr * a.gstep + t * 4 * L));
+  };
+  const VU m4 = hn::Set(du, 0x0F0F0F0Fu);
+  if constexpr (T == WType::kQ6_K) {
+    // j = 8h + 2s + g / 4 ... element 128h + 32s + 4(g % 4 + 4 (j % 2)) + i: quarter s of half h.
+    const int h = j / 8, s = j % 8 / 2, l4 = 4 * (j % 2) + g;  // l4: group of 4 within 32
+    const VU lo = load(16 * h + 8 * (s & 1) + l4);             // ql[64h + 32(s & 1) + 4 l4]
+    const VU hb = load(32 + 8 * h + l4);                       // qh[32h + 4 l4]
+    const VU nib = s < 2 ? hn::And(lo, m4) : hn::And(hn::ShiftRight<4>(lo), m4);
+    const VU top =
+        hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(hb, 2 * s), hn::Set(du, 0x03030303u)));
+    return hn::BitCast(di, hn::Or(nib, top));
+  } else {
+    // Sub-block j: nibble (j odd: high) of qs[32 (j / 2) + 4g ...]; q5_K adds bit j of qh << 4.
+    constexpr int kQs = T == WType::kQ5_K ? 8 : 0;  // qh groups come first
+    const VU v = load(kQs + 8 * (j / 2) + g);
+    VU nib = (j & 1) ? hn::And(hn::ShiftRight<4>(v), m4) : hn::And(v, m4);
+    if constexpr (T == WType::kQ5_K) {
+      const VU hb = load(g);
+      nib = hn::Or(nib,
+                   hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(hb, j), hn::Set(du, 0x01010101u))));
+    }
+    return hn::BitCast(di, nib);
+  }
+}
+
+// K-quants: per super-block b, isum = sum_j sc_j * (dot_j (- 32 xsum_j)), msum = sum_j m_j *
+// xsum_j (exact int32); out += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum).
+template <WType T, int MR, int NT, int XR>
+LAYA_MI_ATTR void micro_kq(const MicroArgs& a) {
+  const DI di;
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const hn::Rebind<uint8_t, DI> du8;
+  const hn::Rebind<int8_t, DI> di8;
+  constexpr int kSub = kKSub<T>;
+  constexpr int kGroupsPerSub = kQK_K / kSub / 4;  // groups of 4 values per sub-block
+  const int64_t L = lanes();
+  const int64_t nb = a.geo->kb;
+  const float* xd = reinterpret_cast<const float*>(a.x + a.xp->d_off);
+  const int32_t* xsum = reinterpret_cast<const int32_t*>(a.x + a.xp->sum_off);
+  VF facc[MR][NT];
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) facc[r][t] = hn::Zero(df);
+  for (int64_t b = 0; b < nb; ++b, xd += XR) {
+    const uint8_t* q = a.w + b * a.rec;
+    const uint8_t* xq = a.x + b * (kQK_K * XR);  // group-of-4 e4 of row r at xq + (e4 XR + r) 4
+    const int32_t* xs = xsum + b * kSub * XR;    // sub-block j of row r at xs[j XR + r]
+    VI iacc[MR][NT], macc[MR][NT];
+    for (int r = 0; r < MR; ++r)
+      for (int t = 0; t < NT; ++t) iacc[r][t] = macc[r][t] = hn::Zero(di);
+    for (int j = 0; j < kSub; ++j) {
+      // Element offset of group g of sub-block j (q4_K / q5_K: 32j + 4g; q6_K: 16j + 4g).
+      const uint8_t* xj = xq + (j * kGroupsPerSub) * XR * 4;
+      VI sacc[MR][NT];
+      for (int r = 0; r < MR; ++r)
+        for (int t = 0; t < NT; ++t) sacc[r][t] = hn::Zero(di);
+      for (int g = 0; g < kGroupsPerSub; ++g) {
+        VI wv[NT];
+        for (int t = 0; t < NT; ++t) wv[t] = kq_weights<T>(a, q, j, g, t);
+        for (int r = 0; r < MR; ++r) {
+          const VI xv = hn::Set(di, load_i32(xj + (g * XR + r) * 4));
+          for (int t = 0; t < NT; ++t) sacc[r][t] = Dot::nib(sacc[r][t], wv[t], xv);
+        }
+      }
+      const uint8_t* scp = a.wsc + b * a.rec + j * L;
+      for (int t = 0; t < NT; ++t) {
+        VI sc;
+        if constexpr (T == WType::kQ6_K) {
+          sc = hn::PromoteTo(di,
+                             hn::LoadU(di8, reinterpret_cast<const int8_t*>(scp + t * kSub * L)));
+        } else {
+          sc = hn::PromoteTo(di, hn::LoadU(du8, scp + t * kSub * L));
+        }
+        for (int r = 0; r < MR; ++r) {
+          VI v = sacc[r][t];
+          if constexpr (T == WType::kQ6_K) v = hn::Sub(v, hn::Set(di, 32 * xs[j * XR + r]));
+          iacc[r][t] = hn::Add(iacc[r][t], hn::Mul(v, sc));
+        }
+      }
+      if constexpr (T != WType::kQ6_K) {
+        const uint8_t* mnp = a.wmn + b * a.rec + j * L;
+        for (int t = 0; t < NT; ++t) {
+          const VI mn = hn::PromoteTo(di, hn::LoadU(du8, mnp + t * 8 * L));
+          for (int r = 0; r < MR; ++r)
+            macc[r][t] = hn::Add(macc[r][t], hn::Mul(mn, hn::Set(di, xs[j * XR + r])));
+        }
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      const int64_t off = b * a.rec + t * 2 * L;
+      const VF sd =
+          hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wd + off)));
+      VF sm = hn::Zero(df);
+      if constexpr (T != WType::kQ6_K)
+        sm = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wm + off)));
+      for (int r = 0; r < MR; ++r) {
+        const VF vxd = hn::Set(df, xd[r]);
+        facc[r][t] = hn::MulAdd(hn::ConvertTo(df, iacc[r][t]), hn::Mul(sd, vxd), facc[r][t]);
+        if constexpr (T != WType::kQ6_K)
+          facc[r][t] =
+              hn::MulAdd(hn::ConvertTo(df, macc[r][t]), hn::Neg(hn::Mul(sm, vxd)), facc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) hn::Store(facc[r][t], df, a.out + (r * NT + t) * L);
+}
+
 template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro(const MicroArgs& a) {
   if constexpr (T == WType::kI8) {
     micro_i8<MR, NT, XR>(a);
+  } else if constexpr (kIsK<T>) {
+    micro_kq<T, MR, NT, XR>(a);
   } else {
     micro_blk<T, MR, NT, XR>(a);
   }
@@ -191,6 +310,8 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
     a.gstep = p * 4 * L;
     a.wd = grp + p * geo.qb + i0 * 2 * L;
     a.wm = grp + p * geo.qb + p * 2 * L + i0 * 2 * L;
+    a.wsc = grp + p * geo.qb + p * 2 * geo.nf16 * L + i0 * geo.nsub * L;
+    a.wmn = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub) * L + i0 * geo.nmin * L;
     a.rec = geo.record(g);
     a.geo = &geo;
     a.xp = c.xp;
@@ -247,6 +368,9 @@ inline void install(KernelTable& t) {
   t.matmul[static_cast<int>(WType::kQ8_0)] = make<WType::kQ8_0>();
   t.matmul[static_cast<int>(WType::kQ4_0)] = make<WType::kQ4_0>();
   t.matmul[static_cast<int>(WType::kQ4_1)] = make<WType::kQ4_1>();
+  t.matmul[static_cast<int>(WType::kQ4_K)] = make<WType::kQ4_K>();
+  t.matmul[static_cast<int>(WType::kQ5_K)] = make<WType::kQ5_K>();
+  t.matmul[static_cast<int>(WType::kQ6_K)] = make<WType::kQ6_K>();
 }
 
 }  // namespace LAYA_MI_NS
