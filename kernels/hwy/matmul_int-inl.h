@@ -669,17 +669,18 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
     std::memcpy(&s, xr + lay.d_off, 4);
     return s;
   }
-  if (t == WType::kQ4_K || t == WType::kQ6_K) {  // q8_K, sums of 32 (q4_K) or 16 (q6_K)
-    const XPanel lay =
-        t == WType::kQ4_K ? x_panel<WType::kQ4_K>(k, 1) : x_panel<WType::kQ6_K>(k, 1);
-    if (t == WType::kQ4_K) {
+  if (t == WType::kQ4_K || t == WType::kQ5_K || t == WType::kQ6_K) {
+    // q8_K with the sums of 32 (q4_K, q5_K) or 16 (q6_K) values.
+    const bool k6 = t == WType::kQ6_K;
+    const XPanel lay = k6 ? x_panel<WType::kQ6_K>(k, 1) : x_panel<WType::kQ4_K>(k, 1);
+    if (!k6) {
       quantize_x<WType::kQ4_K>(x, k, xr, 0, lay);
     } else {
       quantize_x<WType::kQ6_K>(x, k, xr, 0, lay);
     }
     const float* d = reinterpret_cast<const float*>(xr + lay.d_off);
     const int32_t* sums = reinterpret_cast<const int32_t*>(xr + lay.sum_off);
-    const int sub = t == WType::kQ4_K ? 32 : 16;
+    const int sub = k6 ? 16 : 32;
     for (int64_t b = 0; b < k / kQK_K; ++b) {
       BlockQ8_K& blk = static_cast<BlockQ8_K*>(out)[b];
       blk.d = d[b];
