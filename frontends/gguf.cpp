@@ -47,8 +47,8 @@ bool value_type_valid(uint32_t t) {
 
 // Smallest encoding of one element: the floor used to bound array counts by the bytes left.
 uint64_t min_element_bytes(ValueType t) {
-  if (t == ValueType::kString) return 8;   // u64 length
-  if (t == ValueType::kArray) return 12;   // u32 type + u64 count
+  if (t == ValueType::kString) return 8;  // u64 length
+  if (t == ValueType::kArray) return 12;  // u32 type + u64 count
   return scalar_size(t);
 }
 
@@ -221,13 +221,12 @@ struct GgmlType {
   const char* name;
 };
 constexpr GgmlType kGgmlTypes[] = {
-    {0, "f32"},      {1, "f16"},     {2, "q4_0"},     {3, "q4_1"},     {6, "q5_0"},
-    {7, "q5_1"},     {8, "q8_0"},    {9, "q8_1"},     {10, "q2_K"},    {11, "q3_K"},
-    {12, "q4_K"},    {13, "q5_K"},   {14, "q6_K"},    {15, "q8_K"},    {16, "iq2_xxs"},
-    {17, "iq2_xs"},  {18, "iq3_xxs"}, {19, "iq1_s"},  {20, "iq4_nl"},  {21, "iq3_s"},
-    {22, "iq2_s"},   {23, "iq4_xs"}, {24, "i8"},      {25, "i16"},     {26, "i32"},
-    {27, "i64"},     {28, "f64"},    {29, "iq1_m"},   {30, "bf16"},    {34, "tq1_0"},
-    {35, "tq2_0"},   {39, "mxfp4"},  {40, "nvfp4"},   {41, "q1_0"},
+    {0, "f32"},     {1, "f16"},    {2, "q4_0"},     {3, "q4_1"},    {6, "q5_0"},     {7, "q5_1"},
+    {8, "q8_0"},    {9, "q8_1"},   {10, "q2_K"},    {11, "q3_K"},   {12, "q4_K"},    {13, "q5_K"},
+    {14, "q6_K"},   {15, "q8_K"},  {16, "iq2_xxs"}, {17, "iq2_xs"}, {18, "iq3_xxs"}, {19, "iq1_s"},
+    {20, "iq4_nl"}, {21, "iq3_s"}, {22, "iq2_s"},   {23, "iq4_xs"}, {24, "i8"},      {25, "i16"},
+    {26, "i32"},    {27, "i64"},   {28, "f64"},     {29, "iq1_m"},  {30, "bf16"},    {34, "tq1_0"},
+    {35, "tq2_0"},  {39, "mxfp4"}, {40, "nvfp4"},   {41, "q1_0"},
 };
 
 }  // namespace
@@ -235,7 +234,7 @@ constexpr GgmlType kGgmlTypes[] = {
 // ---- Value --------------------------------------------------------------------------------------
 
 const char* value_type_name(ValueType t) {
-  static const char* const kNames[] = {"u8",  "i8",   "u16",    "i16",   "u32", "i32", "f32",
+  static const char* const kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                        "bool", "string", "array", "u64", "i64", "f64"};
   const uint32_t i = static_cast<uint32_t>(t);
   return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "?";
@@ -413,16 +412,19 @@ Status File::parse_all() {
   uint64_t n_tensors = 0, n_kv = 0;
   LAYA_RETURN_IF_ERROR(c.read(&n_tensors, "the tensor count"));
   LAYA_RETURN_IF_ERROR(c.read(&n_kv, "the key count"));
-  if (n_tensors > kMaxTensors || n_tensors > c.left() / 24)  // name length, n_dims, type, offset
-    return status_error(StatusCode::kFileCorrupt,
-                        "GGUF: %llu tensors cannot fit in the file (limit %llu)",
-                        static_cast<unsigned long long>(n_tensors),
-                        static_cast<unsigned long long>(kMaxTensors));
-  if (n_kv > kMaxKeys || n_kv > c.left() / 12)  // key length, value type
-    return status_error(StatusCode::kFileCorrupt,
-                        "GGUF: %llu metadata keys cannot fit in the file (limit %llu)",
-                        static_cast<unsigned long long>(n_kv),
-                        static_cast<unsigned long long>(kMaxKeys));
+  if (n_tensors > kMaxTensors || n_kv > kMaxKeys)
+    return status_error(
+        StatusCode::kFileCorrupt,
+        "GGUF: %llu tensors and %llu metadata keys exceed the limits (%llu, %llu)",
+        static_cast<unsigned long long>(n_tensors), static_cast<unsigned long long>(n_kv),
+        static_cast<unsigned long long>(kMaxTensors), static_cast<unsigned long long>(kMaxKeys));
+  // Each key takes at least 12 bytes (length, value type), each tensor info 24.
+  if (n_kv > c.left() / 12 || n_tensors > (c.left() - n_kv * 12) / 24)
+    return status_error(
+        StatusCode::kFileTruncated,
+        "GGUF: %llu metadata keys and %llu tensors cannot fit in the %llu bytes left",
+        static_cast<unsigned long long>(n_kv), static_cast<unsigned long long>(n_tensors),
+        static_cast<unsigned long long>(c.left()));
 
   kv_.reserve(static_cast<size_t>(n_kv));
   std::unordered_set<std::string_view> keys;
@@ -484,10 +486,11 @@ Status File::parse_all() {
     LAYA_RETURN_IF_ERROR(c.read(&t.offset, "a tensor offset"));
     Result<ir::DType> dt = dtype_of_ggml_type(t.ggml_type);
     if (!dt.is_ok())
-      return status_error(StatusCode::kUnsupported,
-                          "GGUF: tensor '%s' has type %s (%u), which the runtime does not support "
-                          "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K, i8, i32)",
-                          name.c_str(), ggml_type_name(t.ggml_type), t.ggml_type);
+      return status_error(
+          StatusCode::kUnsupported,
+          "GGUF: tensor '%s' has type %s (%u), which the runtime does not support "
+          "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K, i8, i32)",
+          name.c_str(), ggml_type_name(t.ggml_type), t.ggml_type);
     t.dtype = *dt;
     const ir::DTypeInfo& info = ir::dtype_info(t.dtype);
     if (t.ne[0] % info.block_elems != 0)
@@ -621,26 +624,29 @@ Result<DecoderParams> decoder_params(const File& f) {
   LAYA_ASSIGN_OR_RETURN(p.head_count, f.get_int(a + "attention.head_count"));
   LAYA_ASSIGN_OR_RETURN(p.rms_norm_eps, f.get_float(a + "attention.layer_norm_rms_epsilon"));
   p.head_count_kv = p.head_count;
-  if (f.find(a + "attention.head_count_kv") != nullptr)
+  if (f.find(a + "attention.head_count_kv") != nullptr) {
     LAYA_ASSIGN_OR_RETURN(p.head_count_kv, f.get_int(a + "attention.head_count_kv"));
-  if (f.find(a + "feed_forward_length") != nullptr)
+  }
+  if (f.find(a + "feed_forward_length") != nullptr) {
     LAYA_ASSIGN_OR_RETURN(p.feed_forward_length, f.get_int(a + "feed_forward_length"));
-  if (f.find(a + "rope.freq_base") != nullptr)
+  }
+  if (f.find(a + "rope.freq_base") != nullptr) {
     LAYA_ASSIGN_OR_RETURN(p.rope_freq_base, f.get_float(a + "rope.freq_base"));
+  }
   if (p.head_count <= 0 || p.head_count_kv <= 0 || p.head_count % p.head_count_kv != 0 ||
       p.embedding_length <= 0 || p.embedding_length % p.head_count != 0 ||
       (p.embedding_length / p.head_count) % 2 != 0 || p.block_count <= 0 || p.context_length <= 0)
-    return status_error(StatusCode::kFileCorrupt,
-                        "GGUF %s: inconsistent attention shape (d_model %lld, heads %lld, kv heads "
-                        "%lld, layers %lld, context %lld)",
-                        p.arch.c_str(), static_cast<long long>(p.embedding_length),
-                        static_cast<long long>(p.head_count),
-                        static_cast<long long>(p.head_count_kv),
-                        static_cast<long long>(p.block_count),
-                        static_cast<long long>(p.context_length));
+    return status_error(
+        StatusCode::kFileCorrupt,
+        "GGUF %s: inconsistent attention shape (d_model %lld, heads %lld, kv heads "
+        "%lld, layers %lld, context %lld)",
+        p.arch.c_str(), static_cast<long long>(p.embedding_length),
+        static_cast<long long>(p.head_count), static_cast<long long>(p.head_count_kv),
+        static_cast<long long>(p.block_count), static_cast<long long>(p.context_length));
   p.rope_dimension_count = p.embedding_length / p.head_count;
-  if (f.find(a + "rope.dimension_count") != nullptr)
+  if (f.find(a + "rope.dimension_count") != nullptr) {
     LAYA_ASSIGN_OR_RETURN(p.rope_dimension_count, f.get_int(a + "rope.dimension_count"));
+  }
   if (p.rope_dimension_count <= 0 || p.rope_dimension_count % 2 != 0 ||
       p.rope_dimension_count > p.embedding_length / p.head_count)
     return status_error(StatusCode::kFileCorrupt, "GGUF %s: rope.dimension_count %lld",
@@ -657,17 +663,19 @@ Result<DecoderParams> decoder_params(const File& f) {
 Result<TokenizerData> tokenizer_data(const File& f) {
   TokenizerData t;
   LAYA_ASSIGN_OR_RETURN(t.model, f.get_string("tokenizer.ggml.model"));
-  if (f.find("tokenizer.ggml.pre") != nullptr)
+  if (f.find("tokenizer.ggml.pre") != nullptr) {
     LAYA_ASSIGN_OR_RETURN(t.pre, f.get_string("tokenizer.ggml.pre"));
+  }
   LAYA_ASSIGN_OR_RETURN(t.tokens, f.get_strings("tokenizer.ggml.tokens"));
-  if (f.find("tokenizer.ggml.merges") != nullptr)
+  if (f.find("tokenizer.ggml.merges") != nullptr) {
     LAYA_ASSIGN_OR_RETURN(t.merges, f.get_strings("tokenizer.ggml.merges"));
+  }
   const uint64_t n = t.tokens.size();
   auto per_token = [&](const char* key, auto fill) -> Status {
     const Value* v = f.find(key);
     if (v == nullptr) return Status::ok();
-    if (v->type != ValueType::kArray || v->count != n ||
-        v->elem_type == ValueType::kString || v->elem_type == ValueType::kArray)
+    if (v->type != ValueType::kArray || v->count != n || v->elem_type == ValueType::kString ||
+        v->elem_type == ValueType::kArray)
       return status_error(StatusCode::kFileCorrupt,
                           "GGUF: %s must be a numeric array with one entry per token (%llu)", key,
                           static_cast<unsigned long long>(n));
@@ -690,10 +698,10 @@ Result<TokenizerData> tokenizer_data(const File& f) {
     const char* key;
     int64_t* out;
   };
-  for (const Id& id : {Id{"tokenizer.ggml.bos_token_id", &t.bos_id},
-                       Id{"tokenizer.ggml.eos_token_id", &t.eos_id},
-                       Id{"tokenizer.ggml.padding_token_id", &t.pad_id},
-                       Id{"tokenizer.ggml.unknown_token_id", &t.unk_id}}) {
+  for (const Id& id :
+       {Id{"tokenizer.ggml.bos_token_id", &t.bos_id}, Id{"tokenizer.ggml.eos_token_id", &t.eos_id},
+        Id{"tokenizer.ggml.padding_token_id", &t.pad_id},
+        Id{"tokenizer.ggml.unknown_token_id", &t.unk_id}}) {
     if (f.find(id.key) == nullptr) continue;
     LAYA_ASSIGN_OR_RETURN(*id.out, f.get_int(id.key));
     if (*id.out < 0 || static_cast<uint64_t>(*id.out) >= n)
@@ -707,8 +715,9 @@ Result<TokenizerData> tokenizer_data(const File& f) {
     LAYA_ASSIGN_OR_RETURN(bool b, f.get_bool(key));
     *out = b ? 1 : 0;
   }
-  if (f.find("tokenizer.chat_template") != nullptr)
+  if (f.find("tokenizer.chat_template") != nullptr) {
     LAYA_ASSIGN_OR_RETURN(t.chat_template, f.get_string("tokenizer.chat_template"));
+  }
   return t;
 }
 
@@ -746,8 +755,8 @@ Status check_decoder_tensors(const File& f, const DecoderParams& p) {
     if (!ok) {
       std::string got;
       for (uint32_t k = 0; k < t->n_dims; ++k) got += (k ? ", " : "") + std::to_string(t->shape[k]);
-      return Status(StatusCode::kGraphShapeMismatch,
-                    "GGUF: tensor '" + name + "' is [" + got + "], not the shape the metadata implies");
+      return Status(StatusCode::kGraphShapeMismatch, "GGUF: tensor '" + name + "' is [" + got +
+                                                         "], not the shape the metadata implies");
     }
     return Status::ok();
   };

@@ -137,8 +137,8 @@ class File {
   uint64_t data_offset() const { return data_offset_; }  // start of the data section in the file
   uint64_t file_size() const { return size_; }
 
-  const std::vector<KeyValue>& metadata() const { return kv_; }  // in file order
-  const Value* find(std::string_view key) const;                 // null when absent
+  const std::vector<KeyValue>& metadata() const { return kv_; }        // in file order
+  const Value* find(std::string_view key) const;                       // null when absent
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in file order
   const TensorInfo* tensor(std::string_view name) const;               // null when absent
 
@@ -169,13 +169,13 @@ class File {
 
 // Hyperparameters of a llama-family decoder, from `general.architecture` = A and the A.* keys.
 struct DecoderParams {
-  std::string arch;              // general.architecture ("llama", "qwen2", ...)
-  int64_t context_length = 0;    // A.context_length
-  int64_t embedding_length = 0;  // A.embedding_length (d_model)
-  int64_t block_count = 0;       // A.block_count (layers)
-  int64_t feed_forward_length = 0;  // A.feed_forward_length (0 when absent)
-  int64_t head_count = 0;           // A.attention.head_count
-  int64_t head_count_kv = 0;        // A.attention.head_count_kv (default: head_count)
+  std::string arch;                  // general.architecture ("llama", "qwen2", ...)
+  int64_t context_length = 0;        // A.context_length
+  int64_t embedding_length = 0;      // A.embedding_length (d_model)
+  int64_t block_count = 0;           // A.block_count (layers)
+  int64_t feed_forward_length = 0;   // A.feed_forward_length (0 when absent)
+  int64_t head_count = 0;            // A.attention.head_count
+  int64_t head_count_kv = 0;         // A.attention.head_count_kv (default: head_count)
   int64_t rope_dimension_count = 0;  // A.rope.dimension_count (default: d_model / head_count)
   double rope_freq_base = 10000.0;   // A.rope.freq_base (default 10000, as llama.cpp)
   double rms_norm_eps = 0;           // A.attention.layer_norm_rms_epsilon
@@ -191,8 +191,9 @@ Result<DecoderParams> decoder_params(const File& f);
 // (absent), 0 or 1. token_type / scores are empty when absent, else one per token. The tokenizer
 // library (runtime/tokenizer*) builds its own spec from these fields.
 struct TokenizerData {
-  std::string_view model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE), "llama" (SentencePiece)...
-  std::string_view pre;    // tokenizer.ggml.pre: the pre-tokenizer name ("smollm", "llama-bpe", ...)
+  std::string_view
+      model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE), "llama" (SentencePiece)...
+  std::string_view pre;  // tokenizer.ggml.pre: the pre-tokenizer name ("smollm", "llama-bpe", ...)
   std::vector<std::string_view> tokens;
   std::vector<std::string_view> merges;  // "a b" pairs (BPE)
   std::vector<int32_t> token_type;       // llama_token_type: 1 normal, 2 unknown, 3 control, ...
