@@ -6,4 +6,4 @@ apt-get update -q
 apt-get install -y -q --no-install-recommends \
   g++ meson ninja-build pkg-config cmake \
   libhwy-dev libtbb-dev libflatbuffers-dev flatbuffers-compiler \
-  doctest-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev
+  doctest-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev python3-pip
