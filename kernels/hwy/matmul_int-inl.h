@@ -23,12 +23,16 @@
 // like the blocks' above (byte j of lane c of group-of-4 gr = byte 4gr + j of the column's quant
 // bytes, which are q4_K qs[128]; q5_K qh[32] then qs[128]; q6_K ql[128] then qh[64]), followed by
 // f16 d [tiles][L], (q4_K / q5_K) f16 dmin [tiles][L], the sub-block scales [tiles][nsub][L]
-// (u8 6-bit for q4_K / q5_K, nsub 8; i8 for q6_K, nsub 16) and (q4_K / q5_K) the 6-bit mins
-// [tiles][8][L]: the scales are unpacked once at pack time. x is quantized to q8_K (one f32 scale
-// per 256, quant.h's quantize_row_q8_K bit for bit) with the int32 sums of each sub-block. Per
-// super-block and sub-block j the kernel forms the exact int32 dot of the unpacked u8 quants with
-// x, then isum += sc_j * (dot - (q6_K) 32 * xsum_j) and (q4_K / q5_K) msum += m_j * xsum_j, and
-// finally y += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum), as kernels/ref/matmul.cpp.
+// (u8 6-bit for q4_K / q5_K, nsub 8; i8 for q6_K, nsub 16), (q4_K / q5_K) the 6-bit mins in
+// pairs [tiles][4][L][2] (m_2i, m_2i+1 of a column side by side, for pmaddwd), and (q6_K) int32
+// corr [tiles][L] = 128 * sum_j sc_j * sum(q - 32 over sub-block j): the scales are unpacked once
+// at pack time. x is quantized to q8_K (one f32 scale per 256, quant.h's quantize_row_q8_K bit for
+// bit) with the int32 sums of each sub-block. Per super-block the kernel forms, per sub-block j,
+// the exact int32 dot of the unpacked quants with x and isum += sc_j * dot; q4_K / q5_K multiply
+// u8 quants by s8 x and msum = sum_j m_j * xsum_j; q6_K multiplies s8 (q - 32) by u8 (x + 128)
+// and subtracts corr. Finally y += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum), as
+// kernels/ref/matmul.cpp. Without VNNI the per-group pmaddubsw results are summed in int16 for as
+// many groups as cannot overflow (q4_K 8, q5_K 4, q6_K 2) and scaled by one pmaddwd with sc_j.
 //
 // Dot products: u8 (weights) x s8 (x) in groups of 4 into int32 lanes. With AVX512-VNNI that is
 // vpdpbusd on the biased i8 / q8_0 weights, corrected exactly by -128 * sum(qs_x) (the int32 sums
@@ -121,8 +125,9 @@ struct Geometry {
   int64_t scales_off = 0;  // i8: byte offset of f32 scales[tiles * L]
   int64_t total = 0;       // packed bytes
   int64_t nf16 = 0;        // f16 arrays per tile in a record (d; q4_1 / q4_K / q5_K: d, m)
-  int64_t nsub = 0;        // K-quants: sub-block scales per column (8 or 16), then 8 mins if
-  int64_t nmin = 0;        // nmin == 8
+  int64_t nsub = 0;        // K-quants: sub-block scale bytes per column (8 or 16), then
+  int64_t nmin = 0;        // min bytes (8: q4_K / q5_K), then
+  int64_t ncorr = 0;       // correction bytes (4: q6_K)
 
   int64_t group_tiles(int64_t g) const { return std::min(P, tiles - g * P); }
   int64_t record(int64_t g) const { return group_tiles(g) * (qb + sb); }
@@ -146,7 +151,8 @@ Geometry geometry(int64_t n, int64_t k) {
     g.nf16 = T == WType::kQ6_K ? 1 : 2;
     g.nsub = kKSub<T>;
     g.nmin = T == WType::kQ6_K ? 0 : 8;
-    g.sb = (2 * g.nf16 + g.nsub + g.nmin) * g.L;
+    g.ncorr = T == WType::kQ6_K ? 4 : 0;
+    g.sb = (2 * g.nf16 + g.nsub + g.nmin + g.ncorr) * g.L;
   } else {
     g.kb = k / kQK;
     g.qb = (T == WType::kQ8_0 ? 32 : 16) * g.L;
@@ -219,6 +225,7 @@ void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
       uint16_t* dm = reinterpret_cast<uint16_t*>(side) + p * L + i * L;
       uint8_t* scp = side + p * 2 * g.nf16 * L + i * g.nsub * L;
       uint8_t* mnp = side + p * (2 * g.nf16 + g.nsub) * L + i * g.nmin * L;
+      uint8_t* crp = side + p * (2 * g.nf16 + g.nsub + g.nmin) * L + i * g.ncorr * L;
       for (int64_t c = 0; c < L; ++c) {
         const int64_t col = t * L + c;
         if (col >= n) continue;  // padding stays zero
@@ -230,7 +237,20 @@ void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
         dd[c] = d;
         if (g.nf16 == 2) dm[c] = dmin;
         for (int64_t j = 0; j < g.nsub; ++j) scp[j * L + c] = sc[j];
-        for (int64_t j = 0; j < g.nmin; ++j) mnp[j * L + c] = mn[j];
+        for (int64_t j = 0; j < g.nmin; ++j) mnp[(j / 2) * 2 * L + 2 * c + j % 2] = mn[j];
+        if constexpr (T == WType::kQ6_K) {
+          const BlockQ6_K& blk = blocks[col * g.kb + b];
+          int32_t corr = 0;
+          for (int e = 0; e < kQK_K; ++e) {
+            const int h = e / 128, s = e % 128 / 32, l = e % 32;
+            const int lo = blk.ql[64 * h + 32 * (s & 1) + l];
+            const int q =
+                ((s < 2 ? lo : lo >> 4) & 15) | (((blk.qh[32 * h + l] >> (2 * s)) & 3) << 4);
+            corr += int32_t{blk.scales[e / 16]} * (q - 32);
+          }
+          corr *= 128;
+          std::memcpy(crp + 4 * c, &corr, 4);
+        }
       }
     }
   }
@@ -501,6 +521,12 @@ HWY_INLINE int32_t load_i32(const uint8_t* p) {
 // nib(acc, w, x): acc + sum over each lane's 4 byte pairs of u8(w) * s8(x), w in [0, 15].
 // s8(acc, w, x):  w holds biased weights (w_true ^ 0x80); adds sum u8(w) * s8(x) when kBiased
 //                 (the caller subtracts 128 * sum(x)), else sum w_true * s8(x).
+// K-quant sub-block sums (a: u8, b: s8, |a| * |b| * 2 per int16 pair within the caller's bound):
+//   kI16:          acc holds int16 pairs: kacc(acc, a, b) = acc + pmaddubsw(a, b) (int16 adds),
+//                  kfinish(iacc, acc, scv) = iacc + pmaddwd(acc, scv), scv = kscale(sc) holding
+//                  the int32 scale in both int16 halves.
+//   otherwise:     acc is int32: kacc = acc + sum of the 4 products; kfinish = iacc + acc * scv.
+// madd16(a, b): pmaddwd (int16 pairs -> int32 lane sums).
 
 #if HWY_TARGET == HWY_AVX3
 #define LAYA_MI_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
@@ -510,6 +536,13 @@ struct DotVnni {
     return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, x.raw)};
   }
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI s8(VI acc, VI w, VI x) { return nib(acc, w, x); }
+  static constexpr bool kI16 = false;
+  LAYA_MI_VNNI_ATTR static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return nib(acc, a, b); }
+  static HWY_INLINE VI kscale(VI sc) { return sc; }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm512_add_epi32(iacc.raw, _mm512_mullo_epi32(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm512_madd_epi16(a.raw, b.raw)}; }
 };
 struct DotMadd {
   static constexpr bool kBiased = false;
@@ -523,6 +556,17 @@ struct DotMadd {
     const __m512i xs = _mm512_mask_sub_epi8(x.raw, neg, _mm512_setzero_si512(), x.raw);
     return nib(acc, VI{_mm512_abs_epi8(ws)}, VI{xs});
   }
+  static constexpr bool kI16 = true;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return VI{_mm512_add_epi16(acc.raw, _mm512_maddubs_epi16(a.raw, b.raw))};
+  }
+  static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
+    return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
+  }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm512_add_epi32(iacc.raw, _mm512_madd_epi16(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm512_madd_epi16(a.raw, b.raw)}; }
 };
 #elif HWY_TARGET == HWY_AVX2
 struct DotMadd {
@@ -535,6 +579,17 @@ struct DotMadd {
     const __m256i ws = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
     return nib(acc, VI{_mm256_abs_epi8(ws)}, VI{_mm256_sign_epi8(x.raw, ws)});
   }
+  static constexpr bool kI16 = true;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return VI{_mm256_add_epi16(acc.raw, _mm256_maddubs_epi16(a.raw, b.raw))};
+  }
+  static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
+    return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
+  }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm256_add_epi32(iacc.raw, _mm256_madd_epi16(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm256_madd_epi16(a.raw, b.raw)}; }
 };
 #elif HWY_TARGET == HWY_SSE4
 struct DotMadd {
@@ -547,6 +602,17 @@ struct DotMadd {
     const __m128i ws = _mm_xor_si128(w.raw, _mm_set1_epi8(static_cast<char>(0x80)));
     return nib(acc, VI{_mm_abs_epi8(ws)}, VI{_mm_sign_epi8(x.raw, ws)});
   }
+  static constexpr bool kI16 = true;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return VI{_mm_add_epi16(acc.raw, _mm_maddubs_epi16(a.raw, b.raw))};
+  }
+  static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
+    return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
+  }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm_add_epi32(iacc.raw, _mm_madd_epi16(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm_madd_epi16(a.raw, b.raw)}; }
 };
 #else
 // Any other target (SCALAR, non-x86): lane by lane.
@@ -576,6 +642,24 @@ struct DotMadd {
   }
   static HWY_INLINE VI nib(VI acc, VI w, VI x) { return dot<false>(acc, w, x); }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) { return dot<true>(acc, w, x); }
+  static constexpr bool kI16 = false;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return dot<false>(acc, a, b); }
+  static HWY_INLINE VI kscale(VI sc) { return sc; }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) { return hn::Add(iacc, hn::Mul(acc, scv)); }
+  static HWY_INLINE VI madd16(VI a, VI b) {
+    const DI di;
+    constexpr size_t kMax = hn::MaxLanes(DI());
+    HWY_ALIGN int32_t al[kMax], bl[kMax];
+    hn::Store(a, di, al);
+    hn::Store(b, di, bl);
+    for (size_t i = 0; i < hn::Lanes(di); ++i) {
+      int16_t ah[2], bh[2];
+      std::memcpy(ah, &al[i], 4);
+      std::memcpy(bh, &bl[i], 4);
+      al[i] = int32_t{ah[0]} * bh[0] + int32_t{ah[1]} * bh[1];
+    }
+    return hn::Load(di, al);
+  }
 };
 #endif
 
@@ -584,14 +668,15 @@ struct DotMadd {
 // Arguments of one micro-kernel call: MR rows x NT tiles of y, accumulated over all of k. Tile t
 // of record b: f16 d at wd + b * rec + t * 2L (m likewise).
 struct MicroArgs {
-  const uint8_t* w = nullptr;    // quants of the first tile in the first record (the vector of
-                                 // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
-  int64_t gstep = 0;             // p * 4L
-  const uint8_t* wd = nullptr;   // its f16 d
-  const uint8_t* wm = nullptr;   // its f16 m (q4_1) / dmin (q4_K, q5_K)
-  const uint8_t* wsc = nullptr;  // K-quants: its sub-block scales [nsub][L] (tile t: + t*nsub*L)
-  const uint8_t* wmn = nullptr;  // q4_K / q5_K: its mins [8][L] (tile t: + t*8L)
-  int64_t rec = 0;               // bytes between records
+  const uint8_t* w = nullptr;      // quants of the first tile in the first record (the vector of
+                                   // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
+  int64_t gstep = 0;               // p * 4L
+  const uint8_t* wd = nullptr;     // its f16 d
+  const uint8_t* wm = nullptr;     // its f16 m (q4_1) / dmin (q4_K, q5_K)
+  const uint8_t* wsc = nullptr;    // K-quants: its sub-block scales [nsub][L] (tile t: + t*nsub*L)
+  const uint8_t* wmn = nullptr;    // q4_K / q5_K: its mins [4][L][2] (tile t: + t*8L)
+  const uint8_t* wcorr = nullptr;  // q6_K: its int32 corr [L] (tile t: + t*4L)
+  int64_t rec = 0;                 // bytes between records
   const Geometry* geo = nullptr;
   const uint8_t* x = nullptr;  // activation panel (its slot 0 is the first row)
   const XPanel* xp = nullptr;

@@ -128,10 +128,41 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     for (int t = 0; t < NT; ++t) hn::Store(facc[r][t], df, a.out + (r * NT + t) * L);
 }
 
-// The unpacked u8 quants (one int32 lane = 4 consecutive values of a column) of group-of-4 g
-// (0..7 within the sub-block) of sub-block j, for tile t; q = a.w + b * a.rec (the record).
+// K-quants. A "unit" is two sub-blocks whose quants come from the same loads: q4_K / q5_K unit u
+// = sub-blocks 2u (low nibbles of qs[32u..]) and 2u + 1 (high nibbles), 8 groups of 4; q6_K unit u
+// (h = u / 4, gq = u / 2 % 2, sp = u % 2) = sub-blocks 8h + 2sp + gq (low nibbles of ql, qh bits
+// 2sp) and that + 4 (high nibbles, qh bits 2sp + 4), 4 groups of 4.
 template <WType T>
-LAYA_MI_ATTR HWY_INLINE VI kq_weights(const MicroArgs& a, const uint8_t* q, int j, int g, int t) {
+struct KUnit {
+  static constexpr int kUnits = T == WType::kQ6_K ? 8 : 4;
+  static constexpr int kGroups = T == WType::kQ6_K ? 4 : 8;
+  // Groups summed in int16 before pmaddwd without overflow (|sum| <= 32767): q4_K 8 * 2 * 15 *
+  // 127 = 30480, q5_K 4 * 2 * 31 * 127 = 31496, q6_K 2 * 2 * 32 * 255 = 32640.
+  static constexpr int kChunk = T == WType::kQ4_K ? 8 : (T == WType::kQ5_K ? 4 : 2);
+  template <int U>
+  static constexpr int j_lo() {
+    return T == WType::kQ6_K ? 8 * (U / 4) + 2 * (U % 2) + U / 2 % 2 : 2 * U;
+  }
+  template <int U>
+  static constexpr int j_hi() {
+    return T == WType::kQ6_K ? j_lo<U>() + 4 : 2 * U + 1;
+  }
+  // Group-of-4 index (in the super-block's 64) of x for group g of the unit's two sub-blocks.
+  template <int U>
+  static constexpr int x_lo(int g) {
+    return T == WType::kQ6_K ? 32 * (U / 4) + 8 * (U % 2) + 4 * (U / 2 % 2) + g : 16 * U + g;
+  }
+  template <int U>
+  static constexpr int x_hi(int g) {
+    return T == WType::kQ6_K ? x_lo<U>(g) + 16 : 16 * U + 8 + g;
+  }
+};
+
+// The two weight vectors (low and high sub-block) of group g of unit U for tile t: u8 quants for
+// q4_K / q5_K, s8 (q - 32) for q6_K. q = a.w + b * a.rec (the record).
+template <WType T, int U>
+LAYA_MI_ATTR HWY_INLINE void kq_unpack(const MicroArgs& a, const uint8_t* q, int g, int t, VI* lo,
+                                       VI* hi) {
   const DI di;
   const DU du;
   const int64_t L = lanes();
@@ -140,39 +171,121 @@ LAYA_MI_ATTR HWY_INLINE VI kq_weights(const MicroArgs& a, const uint8_t* q, int 
   };
   const VU m4 = hn::Set(du, 0x0F0F0F0Fu);
   if constexpr (T == WType::kQ6_K) {
-    // j = 8h + 2s + g / 4 ... element 128h + 32s + 4(g % 4 + 4 (j % 2)) + i: quarter s of half h.
-    const int h = j / 8, s = j % 8 / 2, l4 = 4 * (j % 2) + g;  // l4: group of 4 within 32
-    const VU lo = load(16 * h + 8 * (s & 1) + l4);             // ql[64h + 32(s & 1) + 4 l4]
-    const VU hb = load(32 + 8 * h + l4);                       // qh[32h + 4 l4]
-    const VU nib = s < 2 ? hn::And(lo, m4) : hn::And(hn::ShiftRight<4>(lo), m4);
-    const VU top =
-        hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(hb, 2 * s), hn::Set(du, 0x03030303u)));
-    return hn::BitCast(di, hn::Or(nib, top));
+    constexpr int h = U / 4, gq = U / 2 % 2, sp = U % 2;
+    const int l4 = 4 * gq + g;
+    const VU ql = load(16 * h + 8 * sp + l4);  // ql[64h + 32sp + 4 l4]
+    const VU qh = load(32 + 8 * h + l4);       // qh[32h + 4 l4]
+    const VU m30 = hn::Set(du, 0x30303030u);
+    const VU wl = hn::Or(hn::And(ql, m4), hn::And(hn::ShiftLeft<4 - 2 * sp>(qh), m30));
+    const VU wh =
+        hn::Or(hn::And(hn::ShiftRight<4>(ql), m4), hn::And(hn::ShiftRight<2 * sp>(qh), m30));
+#if HWY_TARGET == HWY_SCALAR
+    // Bytewise q - 32 within u32 lanes: (q | 0x80) - 32 borrows nothing, ^ 0x80 wraps it back.
+    const VU k80 = hn::Set(du, 0x80808080u), k20 = hn::Set(du, 0x20202020u);
+    *lo = hn::BitCast(di, hn::Xor(hn::Sub(hn::Or(wl, k80), k20), k80));
+    *hi = hn::BitCast(di, hn::Xor(hn::Sub(hn::Or(wh, k80), k20), k80));
+#else
+    const hn::Repartition<uint8_t, DU> d8;
+    const auto k32 = hn::Set(d8, uint8_t{32});
+    *lo = hn::BitCast(di, hn::Sub(hn::BitCast(d8, wl), k32));
+    *hi = hn::BitCast(di, hn::Sub(hn::BitCast(d8, wh), k32));
+#endif
   } else {
-    // Sub-block j: nibble (j odd: high) of qs[32 (j / 2) + 4g ...]; q5_K adds bit j of qh << 4.
-    constexpr int kQs = T == WType::kQ5_K ? 8 : 0;  // qh groups come first
-    const VU v = load(kQs + 8 * (j / 2) + g);
-    VU nib = (j & 1) ? hn::And(hn::ShiftRight<4>(v), m4) : hn::And(v, m4);
-    if constexpr (T == WType::kQ5_K) {
+    constexpr int kQs = T == WType::kQ5_K ? 8 : 0;  // q5_K: the qh groups come first
+    const VU v = load(kQs + 8 * U + g);
+    VU wl = hn::And(v, m4), wh = hn::And(hn::ShiftRight<4>(v), m4);
+    if constexpr (T == WType::kQ5_K) {  // bit 2U (low) / 2U + 1 (high) of qh[4g ..] -> bit 4
       const VU hb = load(g);
-      nib = hn::Or(nib,
-                   hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(hb, j), hn::Set(du, 0x01010101u))));
+      const VU m10 = hn::Set(du, 0x10101010u);
+      if constexpr (2 * U <= 4) {
+        wl = hn::Or(wl, hn::And(hn::ShiftLeft<4 - 2 * U>(hb), m10));
+      } else {
+        wl = hn::Or(wl, hn::And(hn::ShiftRight<2 * U - 4>(hb), m10));
+      }
+      if constexpr (2 * U + 1 <= 4) {
+        wh = hn::Or(wh, hn::And(hn::ShiftLeft<3 - 2 * U>(hb), m10));
+      } else {
+        wh = hn::Or(wh, hn::And(hn::ShiftRight<2 * U - 3>(hb), m10));
+      }
     }
-    return hn::BitCast(di, nib);
+    *lo = hn::BitCast(di, wl);
+    *hi = hn::BitCast(di, wh);
   }
 }
 
-// K-quants: per super-block b, isum = sum_j sc_j * (dot_j (- 32 xsum_j)), msum = sum_j m_j *
-// xsum_j (exact int32); out += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum).
+// Sub-block scale vector (per column) of sub-block j for tile t, in Dot::kscale form.
+template <WType T>
+LAYA_MI_ATTR HWY_INLINE VI kq_scale(const MicroArgs& a, int64_t b, int j, int t) {
+  const DI di;
+  const int64_t L = lanes();
+  const uint8_t* p = a.wsc + b * a.rec + t * kKSub<T> * L + j * L;
+  if constexpr (T == WType::kQ6_K) {
+    const hn::Rebind<int8_t, DI> d8;
+    return Dot::kscale(hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p))));
+  } else {
+    const hn::Rebind<uint8_t, DI> d8;
+    return Dot::kscale(hn::PromoteTo(di, hn::LoadU(d8, p)));
+  }
+}
+
+// One unit: accumulates its two sub-blocks' scaled dots into iacc.
+template <WType T, int MR, int NT, int XR, int U>
+LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_t* q,
+                                     const uint8_t* xq, VI (&iacc)[MR][NT]) {
+  using K = KUnit<T>;
+  const DI di;
+  const VI x80 = hn::Set(di, static_cast<int32_t>(0x80808080u));
+  VI alo[MR][NT], ahi[MR][NT];
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) alo[r][t] = ahi[r][t] = hn::Zero(di);
+  for (int g = 0; g < K::kGroups; ++g) {
+    VI wl[NT], wh[NT];
+    for (int t = 0; t < NT; ++t) kq_unpack<T, U>(a, q, g, t, &wl[t], &wh[t]);
+    for (int r = 0; r < MR; ++r) {
+      VI xl = hn::Set(di, load_i32(xq + (K::template x_lo<U>(g) * XR + r) * 4));
+      VI xh = hn::Set(di, load_i32(xq + (K::template x_hi<U>(g) * XR + r) * 4));
+      if constexpr (T == WType::kQ6_K) {  // u8 (x + 128) times s8 (q - 32)
+        xl = hn::Xor(xl, x80);
+        xh = hn::Xor(xh, x80);
+        for (int t = 0; t < NT; ++t) {
+          alo[r][t] = Dot::kacc(alo[r][t], xl, wl[t]);
+          ahi[r][t] = Dot::kacc(ahi[r][t], xh, wh[t]);
+        }
+      } else {
+        for (int t = 0; t < NT; ++t) {
+          alo[r][t] = Dot::kacc(alo[r][t], wl[t], xl);
+          ahi[r][t] = Dot::kacc(ahi[r][t], wh[t], xh);
+        }
+      }
+    }
+    if ((g + 1) % K::kChunk == 0) {
+      for (int t = 0; t < NT; ++t) {
+        const VI sl = kq_scale<T>(a, b, K::template j_lo<U>(), t);
+        const VI sh = kq_scale<T>(a, b, K::template j_hi<U>(), t);
+        for (int r = 0; r < MR; ++r) {
+          iacc[r][t] = Dot::kfinish(Dot::kfinish(iacc[r][t], alo[r][t], sl), ahi[r][t], sh);
+          alo[r][t] = ahi[r][t] = hn::Zero(di);
+        }
+      }
+    }
+  }
+}
+
+template <WType T, int MR, int NT, int XR, int... U>
+LAYA_MI_ATTR HWY_INLINE void kq_units(const MicroArgs& a, int64_t b, const uint8_t* q,
+                                      const uint8_t* xq, VI (&iacc)[MR][NT],
+                                      std::integer_sequence<int, U...>) {
+  (kq_unit<T, MR, NT, XR, U>(a, b, q, xq, iacc), ...);
+}
+
+// K-quants: per super-block b, isum (exact int32, see the module comment) and (q4_K / q5_K)
+// msum = sum_j m_j * xsum_j; out += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum).
 template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro_kq(const MicroArgs& a) {
   const DI di;
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
-  const hn::Rebind<uint8_t, DI> du8;
-  const hn::Rebind<int8_t, DI> di8;
   constexpr int kSub = kKSub<T>;
-  constexpr int kGroupsPerSub = kQK_K / kSub / 4;  // groups of 4 values per sub-block
   const int64_t L = lanes();
   const int64_t nb = a.geo->kb;
   const float* xd = reinterpret_cast<const float*>(a.x + a.xp->d_off);
@@ -183,45 +296,40 @@ LAYA_MI_ATTR void micro_kq(const MicroArgs& a) {
   for (int64_t b = 0; b < nb; ++b, xd += XR) {
     const uint8_t* q = a.w + b * a.rec;
     const uint8_t* xq = a.x + b * (kQK_K * XR);  // group-of-4 e4 of row r at xq + (e4 XR + r) 4
-    const int32_t* xs = xsum + b * kSub * XR;    // sub-block j of row r at xs[j XR + r]
-    VI iacc[MR][NT], macc[MR][NT];
+    VI iacc[MR][NT];
     for (int r = 0; r < MR; ++r)
-      for (int t = 0; t < NT; ++t) iacc[r][t] = macc[r][t] = hn::Zero(di);
-    for (int j = 0; j < kSub; ++j) {
-      // Element offset of group g of sub-block j (q4_K / q5_K: 32j + 4g; q6_K: 16j + 4g).
-      const uint8_t* xj = xq + (j * kGroupsPerSub) * XR * 4;
-      VI sacc[MR][NT];
-      for (int r = 0; r < MR; ++r)
-        for (int t = 0; t < NT; ++t) sacc[r][t] = hn::Zero(di);
-      for (int g = 0; g < kGroupsPerSub; ++g) {
-        VI wv[NT];
-        for (int t = 0; t < NT; ++t) wv[t] = kq_weights<T>(a, q, j, g, t);
-        for (int r = 0; r < MR; ++r) {
-          const VI xv = hn::Set(di, load_i32(xj + (g * XR + r) * 4));
-          for (int t = 0; t < NT; ++t) sacc[r][t] = Dot::nib(sacc[r][t], wv[t], xv);
-        }
-      }
-      const uint8_t* scp = a.wsc + b * a.rec + j * L;
+      for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Zero(di);
+    kq_units<T, MR, NT, XR>(a, b, q, xq, iacc, std::make_integer_sequence<int, KUnit<T>::kUnits>());
+    VI macc[MR][NT];
+    if constexpr (T == WType::kQ6_K) {
       for (int t = 0; t < NT; ++t) {
-        VI sc;
-        if constexpr (T == WType::kQ6_K) {
-          sc = hn::PromoteTo(di,
-                             hn::LoadU(di8, reinterpret_cast<const int8_t*>(scp + t * kSub * L)));
-        } else {
-          sc = hn::PromoteTo(di, hn::LoadU(du8, scp + t * kSub * L));
+        const VI corr =
+            hn::LoadU(di, reinterpret_cast<const int32_t*>(a.wcorr + b * a.rec + t * 4 * L));
+        for (int r = 0; r < MR; ++r) iacc[r][t] = hn::Sub(iacc[r][t], corr);
+      }
+    } else {
+      // msum via pmaddwd: min pairs (m_2i, m_2i+1) per column times (xsum_2i, xsum_2i+1) per row
+      // (|xsum| <= 32 * 127 fits int16).
+      const int32_t* xs = xsum + b * kSub * XR;  // sub-block j of row r at xs[j XR + r]
+      for (int r = 0; r < MR; ++r)
+        for (int t = 0; t < NT; ++t) macc[r][t] = hn::Zero(di);
+      for (int i = 0; i < 4; ++i) {
+        VI mp[NT];
+        for (int t = 0; t < NT; ++t) {
+          const uint8_t* p = a.wmn + b * a.rec + t * 8 * L + i * 2 * L;
+#if HWY_TARGET == HWY_SCALAR
+          mp[t] = hn::Set(di, static_cast<int32_t>(p[0] | (uint32_t{p[1]} << 16)));
+#else
+          const hn::Repartition<uint16_t, DI> d16;  // 2L u16 = L (m_2i, m_2i+1) pairs
+          const hn::Rebind<uint8_t, decltype(d16)> d8;
+          mp[t] = hn::BitCast(di, hn::PromoteTo(d16, hn::LoadU(d8, p)));
+#endif
         }
         for (int r = 0; r < MR; ++r) {
-          VI v = sacc[r][t];
-          if constexpr (T == WType::kQ6_K) v = hn::Sub(v, hn::Set(di, 32 * xs[j * XR + r]));
-          iacc[r][t] = hn::Add(iacc[r][t], hn::Mul(v, sc));
-        }
-      }
-      if constexpr (T != WType::kQ6_K) {
-        const uint8_t* mnp = a.wmn + b * a.rec + j * L;
-        for (int t = 0; t < NT; ++t) {
-          const VI mn = hn::PromoteTo(di, hn::LoadU(du8, mnp + t * 8 * L));
-          for (int r = 0; r < MR; ++r)
-            macc[r][t] = hn::Add(macc[r][t], hn::Mul(mn, hn::Set(di, xs[j * XR + r])));
+          const uint32_t pair = (static_cast<uint32_t>(xs[2 * i * XR + r]) & 0xffffu) |
+                                (static_cast<uint32_t>(xs[(2 * i + 1) * XR + r]) << 16);
+          const VI xp = hn::Set(di, static_cast<int32_t>(pair));
+          for (int t = 0; t < NT; ++t) macc[r][t] = hn::Add(macc[r][t], Dot::madd16(mp[t], xp));
         }
       }
     }
@@ -312,6 +420,7 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
     a.wm = grp + p * geo.qb + p * 2 * L + i0 * 2 * L;
     a.wsc = grp + p * geo.qb + p * 2 * geo.nf16 * L + i0 * geo.nsub * L;
     a.wmn = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub) * L + i0 * geo.nmin * L;
+    a.wcorr = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub + geo.nmin) * L + i0 * geo.ncorr * L;
     a.rec = geo.record(g);
     a.geo = &geo;
     a.xp = c.xp;
