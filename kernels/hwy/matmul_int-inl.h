@@ -323,7 +323,7 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
 //   sum  [nb][rows] int32         sum of the block's qs (for the exact offset corrections)
 //   s    [nb][rows] f32           q8_1 only: f16_to_f32(f16(d * sum))
 // K-quants: nb = k / 256 q8_K scales d (f32, unrounded), and sum [nb * nsub][rows] holds the sums
-// of each sub-block (of 32 for q4_K / q5_K, of 16 for q6_K).
+// of each sub-block (of 32 for q4_K / q5_K, of 16 for q6_K); q6_K panels store qs ^ 0x80.
 struct XPanel {
   int64_t rows = 0;
   int64_t stride = 0;  // bytes per panel (64-byte multiple)
@@ -456,9 +456,9 @@ void quantize_x_q8(const float* x, int64_t k, uint8_t* panel, int64_t slot, cons
 }
 
 // quantize_row_q8_K into slot `slot` of `panel`, with the sums of every sub-block of `sub`
-// (32 or 16) values.
+// (32 or 16) values. bias128: the stored bytes are q ^ 0x80 (u8 q + 128, what q6_K multiplies).
 inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t slot,
-                           const XPanel& lay, int sub) {
+                           const XPanel& lay, int sub, bool bias128) {
   const DF df;
   const DI di;
   const hn::Rebind<int8_t, DI> d8;
@@ -474,7 +474,7 @@ inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t sl
     const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
     const int64_t at = b * lay.rows + slot;
     if (amax == 0.0f) {  // includes an all-zero super-block; d = 0, zeros
-      std::memset(tmp, 0, sizeof tmp);
+      std::memset(tmp, bias128 ? 0x80 : 0, sizeof tmp);
       put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
       dd[at] = 0.0f;
       for (int j = 0; j < nsub; ++j) ss[(b * nsub + j) * lay.rows + slot] = 0;
@@ -494,6 +494,8 @@ inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t sl
       }
       ss[(b * nsub + j) * lay.rows + slot] = hn::GetLane(hn::SumOfLanes(di, vsum));
     }
+    if (bias128)
+      for (int i = 0; i < kQK_K; ++i) tmp[i] = static_cast<int8_t>(tmp[i] ^ 0x80);
     put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
     dd[at] = 1 / iscale;
   }
@@ -505,7 +507,7 @@ void quantize_x(const float* x, int64_t k, uint8_t* panel, int64_t slot, const X
   if constexpr (T == WType::kI8) {
     quantize_x_i8(x, k, panel, slot, lay);
   } else if constexpr (kIsK<T>) {
-    quantize_x_q8k(x, k, panel, slot, lay, kQK_K / kKSub<T>);
+    quantize_x_q8k(x, k, panel, slot, lay, kQK_K / kKSub<T>, T == WType::kQ6_K);
   } else {
     quantize_x_q8<T == WType::kQ4_1>(x, k, panel, slot, lay);
   }
@@ -769,7 +771,8 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
     for (int64_t b = 0; b < k / kQK_K; ++b) {
       BlockQ8_K& blk = static_cast<BlockQ8_K*>(out)[b];
       blk.d = d[b];
-      std::memcpy(blk.qs, xr + b * kQK_K, kQK_K);
+      for (int i = 0; i < kQK_K; ++i)  // q6_K panels hold q + 128
+        blk.qs[i] = static_cast<int8_t>(xr[b * kQK_K + i] ^ (k6 ? 0x80 : 0));
       // bsums (of 16) from the stored values; the kernel's own sub-block sums are returned as
       // their total over the row, which the test compares with the bsums' total.
       for (int g = 0; g < 16; ++g) {

@@ -234,7 +234,11 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
                                      const uint8_t* xq, VI (&iacc)[MR][NT]) {
   using K = KUnit<T>;
   const DI di;
-  const VI x80 = hn::Set(di, static_cast<int32_t>(0x80808080u));
+  VI sl[NT], sh[NT];  // the two sub-blocks' scales, once per unit
+  for (int t = 0; t < NT; ++t) {
+    sl[t] = kq_scale<T>(a, b, K::template j_lo<U>(), t);
+    sh[t] = kq_scale<T>(a, b, K::template j_hi<U>(), t);
+  }
   VI alo[MR][NT], ahi[MR][NT];
   for (int r = 0; r < MR; ++r)
     for (int t = 0; t < NT; ++t) alo[r][t] = ahi[r][t] = hn::Zero(di);
@@ -242,11 +246,9 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
     VI wl[NT], wh[NT];
     for (int t = 0; t < NT; ++t) kq_unpack<T, U>(a, q, g, t, &wl[t], &wh[t]);
     for (int r = 0; r < MR; ++r) {
-      VI xl = hn::Set(di, load_i32(xq + (K::template x_lo<U>(g) * XR + r) * 4));
-      VI xh = hn::Set(di, load_i32(xq + (K::template x_hi<U>(g) * XR + r) * 4));
-      if constexpr (T == WType::kQ6_K) {  // u8 (x + 128) times s8 (q - 32)
-        xl = hn::Xor(xl, x80);
-        xh = hn::Xor(xh, x80);
+      const VI xl = hn::Set(di, load_i32(xq + (K::template x_lo<U>(g) * XR + r) * 4));
+      const VI xh = hn::Set(di, load_i32(xq + (K::template x_hi<U>(g) * XR + r) * 4));
+      if constexpr (T == WType::kQ6_K) {  // u8 (x + 128: the panel's bytes) times s8 (q - 32)
         for (int t = 0; t < NT; ++t) {
           alo[r][t] = Dot::kacc(alo[r][t], xl, wl[t]);
           ahi[r][t] = Dot::kacc(ahi[r][t], xh, wh[t]);
@@ -260,10 +262,8 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
     }
     if ((g + 1) % K::kChunk == 0) {
       for (int t = 0; t < NT; ++t) {
-        const VI sl = kq_scale<T>(a, b, K::template j_lo<U>(), t);
-        const VI sh = kq_scale<T>(a, b, K::template j_hi<U>(), t);
         for (int r = 0; r < MR; ++r) {
-          iacc[r][t] = Dot::kfinish(Dot::kfinish(iacc[r][t], alo[r][t], sl), ahi[r][t], sh);
+          iacc[r][t] = Dot::kfinish(Dot::kfinish(iacc[r][t], alo[r][t], sl[t]), ahi[r][t], sh[t]);
           alo[r][t] = ahi[r][t] = hn::Zero(di);
         }
       }
