@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "frontends/gguf.h"
+#include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/ref/ref.h"
 
@@ -839,6 +840,37 @@ TEST_CASE("gguf: the real SmolLM2-135M-Instruct Q4_1 file") {
   for (const TensorInfo& ti : f.tensors()) {
     CHECK(ti.offset % f.alignment() == 0);
     CHECK(ti.data + ti.bytes <= emb->data - emb->offset + (f.file_size() - f.data_offset()));
+  }
+
+  // Tensors are usable as stored: the Highway matmul packs attn_q (q4_1) and ffn_down straight
+  // from the mapping, and its product matches an f64 product of the dequantized rows.
+  for (const char* name : {"blk.0.attn_q.weight", "blk.0.ffn_down.weight"}) {
+    const TensorInfo& w = *f.tensor(name);
+    const kernels::KernelTable table = kernels::kernel_table_hwy();
+    const kernels::MatmulKernel& mm = table.matmul[static_cast<int>(kernels::WType::kQ4_1)];
+    const int64_t n = w.shape[0], k = w.shape[1], m = 3;
+    REQUIRE(mm.packed_bytes(n, k) > 0);
+    std::vector<uint8_t> packed(mm.packed_bytes(n, k) + 64),
+        scratch(mm.scratch_bytes(m, n, k, 1) + 64);
+    uint8_t* pk = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
+    uint8_t* sc = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+    mm.pack(w.data, nullptr, n, k, pk);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(m * k), y(m * n);
+    for (float& v : x) v = dist(rng);
+    mm.run(pk, x.data(), k, y.data(), n, nullptr, m, n, k, sc, nullptr);
+    double err = 0, ref2 = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const std::vector<float> row = row_of(w, j);
+      for (int64_t i = 0; i < m; ++i) {
+        double acc = 0;
+        for (int64_t c = 0; c < k; ++c) acc += double{x[i * k + c]} * row[c];
+        err += (y[i * n + j] - acc) * (y[i * n + j] - acc);
+        ref2 += acc * acc;
+      }
+    }
+    CHECK_MESSAGE(err / ref2 < 1e-3, name, " NMSE ", err / ref2);  // only x is quantized (q8_1)
   }
 
   // transformers' reading of the same file (HF row order), recorded by
