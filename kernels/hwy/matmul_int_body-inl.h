@@ -243,20 +243,22 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
   for (int r = 0; r < MR; ++r)
     for (int t = 0; t < NT; ++t) alo[r][t] = ahi[r][t] = hn::Zero(di);
   for (int g = 0; g < K::kGroups; ++g) {
-    VI wl[NT], wh[NT];
-    for (int t = 0; t < NT; ++t) kq_unpack<T, U>(a, q, g, t, &wl[t], &wh[t]);
+    // x broadcasts first, then one tile's two weight vectors at a time (few live registers).
+    VI xl[MR], xh[MR];
     for (int r = 0; r < MR; ++r) {
-      const VI xl = hn::Set(di, load_i32(xq + (K::template x_lo<U>(g) * XR + r) * 4));
-      const VI xh = hn::Set(di, load_i32(xq + (K::template x_hi<U>(g) * XR + r) * 4));
-      if constexpr (T == WType::kQ6_K) {  // u8 (x + 128: the panel's bytes) times s8 (q - 32)
-        for (int t = 0; t < NT; ++t) {
-          alo[r][t] = Dot::kacc(alo[r][t], xl, wl[t]);
-          ahi[r][t] = Dot::kacc(ahi[r][t], xh, wh[t]);
-        }
-      } else {
-        for (int t = 0; t < NT; ++t) {
-          alo[r][t] = Dot::kacc(alo[r][t], wl[t], xl);
-          ahi[r][t] = Dot::kacc(ahi[r][t], wh[t], xh);
+      xl[r] = hn::Set(di, load_i32(xq + (K::template x_lo<U>(g) * XR + r) * 4));
+      xh[r] = hn::Set(di, load_i32(xq + (K::template x_hi<U>(g) * XR + r) * 4));
+    }
+    for (int t = 0; t < NT; ++t) {
+      VI wl, wh;
+      kq_unpack<T, U>(a, q, g, t, &wl, &wh);
+      for (int r = 0; r < MR; ++r) {
+        if constexpr (T == WType::kQ6_K) {  // u8 (x + 128: the panel's bytes) times s8 (q - 32)
+          alo[r][t] = Dot::kacc(alo[r][t], xl[r], wl);
+          ahi[r][t] = Dot::kacc(ahi[r][t], xh[r], wh);
+        } else {
+          alo[r][t] = Dot::kacc(alo[r][t], wl, xl[r]);
+          ahi[r][t] = Dot::kacc(ahi[r][t], wh, xh[r]);
         }
       }
     }
