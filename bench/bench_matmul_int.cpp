@@ -1,5 +1,6 @@
 // Integer / GGUF-block matmuls (kernels/hwy/matmul_int-inl.h) on the best Highway target.
-//  GEMM (m > 1): GOP/s (2*m*n*k per call) and % of the measured 1-core VNNI int8 peak.
+//  GEMM (m > 1): GOP/s (2*m*n*k per call) and % of the measured 1-core int8 peak (VNNI, or the
+//    AVX2 pmaddubsw chain on a CPU without AVX-512: bench/peak.h).
 //  GEMV (m == 1, decode): each call uses the next of several packed matrices whose total is far
 //    beyond the 32 MiB L3, so weights stream from DRAM: GB/s of packed weights read per call and
 //    % of the measured 1-core DRAM read bandwidth. The .../1/1 rows (one matrix) run from L2.
@@ -66,6 +67,10 @@ void make_weights(WType type, int64_t n, int64_t k, std::vector<uint8_t>* bytes,
   if (type == WType::kQ8_0) row_bytes = nb * sizeof(BlockQ8_0);
   if (type == WType::kQ4_0) row_bytes = nb * sizeof(BlockQ4_0);
   if (type == WType::kQ4_1) row_bytes = nb * sizeof(BlockQ4_1);
+  const int64_t nsb = k / laya::kernels::kQK_K;
+  if (type == WType::kQ4_K) row_bytes = nsb * sizeof(laya::kernels::BlockQ4_K);
+  if (type == WType::kQ5_K) row_bytes = nsb * sizeof(laya::kernels::BlockQ5_K);
+  if (type == WType::kQ6_K) row_bytes = nsb * sizeof(laya::kernels::BlockQ6_K);
   bytes->assign(row_bytes * n, 0);
   scales->assign(static_cast<size_t>(n), 0.0f);
   for (int64_t j = 0; j < n; ++j) {
@@ -81,6 +86,18 @@ void make_weights(WType type, int64_t n, int64_t k, std::vector<uint8_t>* bytes,
         break;
       case WType::kQ4_0:
         laya::kernels::quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(dst), k);
+        break;
+      case WType::kQ4_K:
+        laya::kernels::quantize_row_q4_K(row.data(),
+                                         reinterpret_cast<laya::kernels::BlockQ4_K*>(dst), k);
+        break;
+      case WType::kQ5_K:
+        laya::kernels::quantize_row_q5_K(row.data(),
+                                         reinterpret_cast<laya::kernels::BlockQ5_K*>(dst), k);
+        break;
+      case WType::kQ6_K:
+        laya::kernels::quantize_row_q6_K(row.data(),
+                                         reinterpret_cast<laya::kernels::BlockQ6_K*>(dst), k);
         break;
       default:
         laya::kernels::quantize_row_q4_1(row.data(), reinterpret_cast<BlockQ4_1*>(dst), k);
@@ -222,6 +239,41 @@ BENCHMARK(BM_matmul_int_gemv<WType::kQ4_1>)
     ->Args({4096, 4096, 24, 1})
     ->Unit(benchmark::kMicrosecond);
 
+// K-quants, with q4_0 at the same shapes for comparison (K must be a multiple of 256, so the
+// SmolLM-sized matrix is ffn_down's 576 x 1536 here).
+BENCHMARK(BM_matmul_int_gemm<WType::kQ4_0>)
+    ->Args({128, 1536, 576, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::kQ4_K>)
+    ->Args({128, 576, 1536, 1})
+    ->Args({512, 512, 512, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::kQ5_K>)
+    ->Args({128, 576, 1536, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::kQ6_K>)
+    ->Args({128, 576, 1536, 1})
+    ->Args({512, 512, 512, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::kQ4_0>)
+    ->Args({576, 1536, 448, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::kQ4_K>)
+    ->Args({576, 1536, 448, 1})
+    ->Args({576, 1536, 1, 1})
+    ->Args({4096, 4096, 24, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::kQ5_K>)
+    ->Args({576, 1536, 384, 1})
+    ->Args({576, 1536, 1, 1})
+    ->Args({4096, 4096, 20, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::kQ6_K>)
+    ->Args({576, 1536, 320, 1})
+    ->Args({576, 1536, 1, 1})
+    ->Args({4096, 4096, 16, 1})
+    ->Unit(benchmark::kMicrosecond);
+
 // 2 threads (both cores; the pool's worker spins): prefill GEMM and decode GEMV from DRAM.
 BENCHMARK(BM_matmul_int_gemm<WType::kI8>)
     ->Args({128, 576, 1536, 2})
@@ -239,5 +291,13 @@ BENCHMARK(BM_matmul_int_gemv<WType::kQ8_0>)
 BENCHMARK(BM_matmul_int_gemv<WType::kQ4_0>)
     ->Args({1536, 576, 448, 2})
     ->Args({4096, 4096, 24, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_int_gemv<WType::kQ4_K>)
+    ->Args({4096, 4096, 24, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_matmul_int_gemv<WType::kQ6_K>)
+    ->Args({4096, 4096, 16, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

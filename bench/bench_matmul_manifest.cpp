@@ -59,6 +59,18 @@ std::vector<uint8_t> make_weight(WType type, int64_t n, int64_t k, std::vector<f
       out.resize(nk / kQK * sizeof(BlockQ4_1));
       quantize_row_q4_1(w.data(), reinterpret_cast<BlockQ4_1*>(out.data()), n * k);
       break;
+    case WType::kQ4_K:
+      out.resize(nk / kQK_K * sizeof(BlockQ4_K));
+      quantize_row_q4_K(w.data(), reinterpret_cast<BlockQ4_K*>(out.data()), n * k);
+      break;
+    case WType::kQ5_K:
+      out.resize(nk / kQK_K * sizeof(BlockQ5_K));
+      quantize_row_q5_K(w.data(), reinterpret_cast<BlockQ5_K*>(out.data()), n * k);
+      break;
+    case WType::kQ6_K:
+      out.resize(nk / kQK_K * sizeof(BlockQ6_K));
+      quantize_row_q6_K(w.data(), reinterpret_cast<BlockQ6_K*>(out.data()), n * k);
+      break;
     case WType::kCount:
       break;
   }
@@ -72,9 +84,11 @@ struct Aligned {
   void* p;
 };
 
-// range(0) = m; shape m x 576 x 1536.
+// range(0) = m; shape m x 576 x 1536 (K-quants, whose K must be a multiple of 256: m x 1536 x 576,
+// the same work).
 void BM_matmul_manifest(benchmark::State& state, WType type, double peak_gops) {
-  const int64_t m = state.range(0), k = 576, n = 1536;
+  const bool kq = type == WType::kQ4_K || type == WType::kQ5_K || type == WType::kQ6_K;
+  const int64_t m = state.range(0), k = kq ? 1536 : 576, n = kq ? 576 : 1536;
   const KernelTable table = kernel_table_hwy();
   const MatmulKernel& kern = table.matmul[static_cast<int>(type)];
   std::vector<float> scales;

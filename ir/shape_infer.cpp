@@ -89,6 +89,9 @@ Status weight_format_check(DType dtype, const Quant& q) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
       if (q.kind != QuantKind::kBlock) return no("block types need block quantization");
       return Status::ok();
     default:

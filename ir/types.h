@@ -159,7 +159,7 @@ enum class QuantKind : uint8_t {
   kNone = 0,    // plain values (floats, or integers such as ids and masks)
   kPerTensor,   // x = scale * (q - zero_point); one scale
   kPerChannel,  // one scale (and zero point) per index of `axis`
-  kBlock,       // GGUF-style block dtype: scales live inside the blocks (q8_0, q4_0, q4_1)
+  kBlock,       // GGUF-style block dtype: scales live inside the blocks (q8_0, ..., q6_K)
 };
 const char* quant_kind_name(QuantKind k);
 

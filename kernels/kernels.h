@@ -73,11 +73,11 @@ const char* wtype_name(WType t);
 
 // y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]) for one weight type. m == 1 is the decode GEMV path;
 // m > 1 the prefill / encoder GEMM path. Integer and block paths quantize x on the fly (int8 per
-// token; q8 blocks of 32 for q8_0 / q4_0 / q4_1, as GGUF does) into scratch and accumulate exactly
-// in int32, then scale in f32.
+// token; q8 blocks of 32 for q8_0 / q4_0 / q4_1; q8_K super-blocks of 256 for the K-quants, as
+// GGUF / ggml do) into scratch and accumulate exactly in int32, then scale in f32.
 struct MatmulKernel {
   // Bytes of persistent memory `pack` writes for an [n, k] weight (0: layout not supported, e.g. a
-  // block type with k % 32 != 0).
+  // block type with k % 32 != 0, a K-quant with k % 256 != 0).
   uint64_t (*packed_bytes)(int64_t n, int64_t k) = nullptr;
   // Packs `w` (the file layout: row-major [n, k] of this type; i8 comes with f32 `scales[n]`, one
   // per output row; other types pass null) into `dst` (64-byte aligned, packed_bytes(n, k) long).

@@ -74,6 +74,85 @@ void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n);
 void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
 
+// ---- GGUF K-quants: super-blocks of 256 -------------------------------------------------------
+//
+// Bit-compatible with ggml-common.h (block_q4_K / block_q5_K / block_q6_K / block_q8_K). Element e
+// (0..255) of a super-block, and the exact dequantization (f32 arithmetic, each operation rounded,
+// no fused multiply-add; the same as ggml's dequantize_row_* and gguf-py's numpy code):
+//
+//  q4_K  sub-block j = e / 32 (8 of 32), its 6-bit scale sc_j and min m_j from scales[12]:
+//          j < 4: sc = scales[j] & 63,                        m = scales[j + 4] & 63
+//          j >= 4: sc = (scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4,
+//                  m = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4
+//        q = nibble of byte qs[32 * (e / 64) + e % 32]: low for e % 64 < 32, high otherwise
+//        x = (d * sc_j) * q - dmin * m_j
+//  q5_K  as q4_K with q += 16 * bit j of qh[e % 32] (q in [0, 31])
+//  q6_K  sub-block j = e / 16 (16 of 16) with int8 scale scales[j]; h = e / 128, s = e % 128 / 32,
+//        l = e % 32: q = nibble of ql[64h + 32(s & 1) + l] (low for s < 2) | bits 2s..2s+1 of
+//        qh[32h + l] << 4, in [0, 63];  x = (d * scales[j]) * (q - 32)
+//  q8_K  (activations of K-quant dot products) x ~= d * qs[e], f32 d; bsums[i] = sum of qs[16i..]
+inline constexpr int kQK_K = 256;  // elements per super-block
+
+struct BlockQ4_K {
+  uint16_t d;     // f16 scale of the sub-block scales
+  uint16_t dmin;  // f16 scale of the sub-block mins
+  uint8_t scales[12];
+  uint8_t qs[kQK_K / 2];
+};
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;  // f16
+};
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
+static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 &&
+              sizeof(BlockQ8_K) == 292);
+
+// Sub-block j's 6-bit scale and min of a q4_K / q5_K super-block (the layout above).
+inline void kquant_scale_min(const uint8_t* scales, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = (scales[j + 4] & 15) | ((scales[j - 4] >> 6) << 4);
+    *m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+// Weight quantizers (n % 256 == 0), the algorithms of ggml's quantize_row_*_ref without an
+// importance matrix, re-implemented with the same f32 operation order:
+//  q4_K / q5_K: per sub-block of 32, weights w = sqrt(mean(x^2)) + |x|, a weighted least-squares
+//    fit x ~= scale * q - min (min >= 0) searched over 21 (q5_K: 16) candidate inverse scales;
+//    the 8 scales and mins are then quantized to 6 bits against the largest of each (d, dmin),
+//    and x re-quantized with the rounded scales.
+//  q6_K: per sub-block of 16, the best of 19 symmetric scales around -32 / max (weights x^2),
+//    the 16 scales quantized to int8 against the largest, x re-quantized with them.
+void quantize_row_q4_K(const float* x, BlockQ4_K* y, int64_t n);
+void quantize_row_q5_K(const float* x, BlockQ5_K* y, int64_t n);
+void quantize_row_q6_K(const float* x, BlockQ6_K* y, int64_t n);
+
+void dequantize_row_q4_K(const BlockQ4_K* x, float* y, int64_t n);
+void dequantize_row_q5_K(const BlockQ5_K* x, float* y, int64_t n);
+void dequantize_row_q6_K(const BlockQ6_K* x, float* y, int64_t n);
+
+// q8_K, ggml's quantize_row_q8_K_ref (which ggml's x86 build uses for activations): per
+// super-block, max = the value of largest magnitude; max == 0 gives d = 0 and zeros; else
+// iscale = -127 / max, q = min(127, nearbyint(iscale * x)) (nearest even, as ggml's nearest_int),
+// d = 1 / iscale, bsums. SIMD quantizers must reproduce it bit for bit.
+void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n);
+
 // ---- activation quantizers (the matmul kernels' on-the-fly side) ------------------------------
 
 // Every activation quantizer is defined for every float input, so no float-to-int conversion ever

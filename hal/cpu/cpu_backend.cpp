@@ -104,8 +104,9 @@ class CpuBackend final : public Backend {
     caps_.name = "cpu";
     caps_.description = description_.c_str();
     caps_.n_groups = static_cast<uint32_t>(pool_.n_threads());
-    for (ir::DType d : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8,
-                        ir::DType::kQ8_0, ir::DType::kQ4_0, ir::DType::kQ4_1})
+    for (ir::DType d :
+         {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8, ir::DType::kQ8_0,
+          ir::DType::kQ4_0, ir::DType::kQ4_1, ir::DType::kQ4_K, ir::DType::kQ5_K, ir::DType::kQ6_K})
       caps_.weight_dtypes |= uint64_t{1} << static_cast<int>(d);
     caps_.memory_kinds = 1u << static_cast<int>(MemoryKind::kHost);
     caps_.modelled_time = false;
@@ -182,7 +183,8 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
       if (mm.run == nullptr || mm.packed_bytes(rows, k) == 0)
         return unsupported(n, std::string(kernels::wtype_name(t)) + " weights [" +
                                   std::to_string(rows) + ", " + std::to_string(k) +
-                                  "]: no kernel for this layout (block types need K % 32 == 0)");
+                                  "]: no kernel for this layout (block types need K % 32 == 0, "
+                                  "K-quants K % 256 == 0)");
       if (!dtype_is(0, ir::DType::kF32)) return unsupported(n, "x must be f32");
       if (n_in == 3 && !dtype_is(2, ir::DType::kF32)) return unsupported(n, "bias must be f32");
       return Status::ok();

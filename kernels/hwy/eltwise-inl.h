@@ -1,7 +1,8 @@
 // Highway elementwise / normalization kernels (per-target code; kernels/hwy/eltwise.cpp exports
 // them). Semantics: kernels/ref/{embedding,layernorm,rmsnorm,rope,unary,glu,softmax,binary,argmax,
 // topk}.cpp. Accuracy, per op (the tests check these bounds):
-//  - embedding: bit-exact (f16/bf16/i8/q8_0/q4_0/q4_1 dequantize with the reference's roundings).
+//  - embedding: bit-exact (every weight type dequantizes with the reference's roundings; the
+//    K-quants call quant.h's dequantizers).
 //  - layernorm / rmsnorm: f32 two-pass statistics (mean, then sum of squared deviations).
 //  - rope: the reference's f32 angle recipe; cos / sin evaluated in f64 (so c, s are the correctly
 //    rounded f32 values except at rare double-rounding ties); the rotation uses the reference's
@@ -356,6 +357,15 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
       }
       return;
     }
+    case WType::kQ4_K:  // K-quants: quant.h's scalar dequantizers (exact by definition)
+      dequantize_row_q4_K(reinterpret_cast<const BlockQ4_K*>(base) + ud / kQK_K * row, out, dim);
+      return;
+    case WType::kQ5_K:
+      dequantize_row_q5_K(reinterpret_cast<const BlockQ5_K*>(base) + ud / kQK_K * row, out, dim);
+      return;
+    case WType::kQ6_K:
+      dequantize_row_q6_K(reinterpret_cast<const BlockQ6_K*>(base) + ud / kQK_K * row, out, dim);
+      return;
     case WType::kCount:
       return;
   }

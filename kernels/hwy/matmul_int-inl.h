@@ -1,4 +1,5 @@
-// Integer / GGUF-block matrix products (WType i8, q8_0, q4_0, q4_1), per Highway target.
+// Integer / GGUF-block matrix products (WType i8, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K), per Highway
+// target.
 // Included once per target by kernels/hwy/matmul_int.cpp (foreach_target); everything lives in
 // laya::kernels::HWY_NAMESPACE. Semantics: kernels/ref/matmul.cpp.
 //
@@ -17,6 +18,21 @@
 // quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them (tested byte for
 // byte), stored in panels of tokens (4 bytes of each token in turn, like a packed A operand) with
 // the scales and the sums of the int8 values in separate arrays, instead of GGUF structs.
+//
+// K-quants (q4_K, q5_K, q6_K): a record is one super-block of 256; its quant bytes are stored
+// like the blocks' above (byte j of lane c of group-of-4 gr = byte 4gr + j of the column's quant
+// bytes, which are q4_K qs[128]; q5_K qh[32] then qs[128]; q6_K ql[128] then qh[64]), followed by
+// f16 d [tiles][L], (q4_K / q5_K) f16 dmin [tiles][L], the sub-block scales [tiles][nsub][L]
+// (u8 6-bit for q4_K / q5_K, nsub 8; i8 for q6_K, nsub 16), (q4_K / q5_K) the 6-bit mins in
+// pairs [tiles][4][L][2] (m_2i, m_2i+1 of a column side by side, for pmaddwd), and (q6_K) int32
+// corr [tiles][L] = 128 * sum_j sc_j * sum(q - 32 over sub-block j): the scales are unpacked once
+// at pack time. x is quantized to q8_K (one f32 scale per 256, quant.h's quantize_row_q8_K bit for
+// bit) with the int32 sums of each sub-block. Per super-block the kernel forms, per sub-block j,
+// the exact int32 dot of the unpacked quants with x and isum += sc_j * dot; q4_K / q5_K multiply
+// u8 quants by s8 x and msum = sum_j m_j * xsum_j; q6_K multiplies s8 (q - 32) by u8 (x + 128)
+// and subtracts corr. Finally y += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum), as
+// kernels/ref/matmul.cpp. Without VNNI the per-group pmaddubsw results are summed in int16 for as
+// many groups as cannot overflow (q4_K 8, q5_K 4, q6_K 2) and scaled by one pmaddwd with sc_j.
 //
 // Dot products: u8 (weights) x s8 (x) in groups of 4 into int32 lanes. With AVX512-VNNI that is
 // vpdpbusd on the biased i8 / q8_0 weights, corrected exactly by -128 * sum(qs_x) (the int32 sums
@@ -67,6 +83,13 @@ inline int64_t lanes() {
 inline bool is_block(WType t) {
   return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1;
 }
+template <WType T>
+inline constexpr bool kIsK = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K;
+// K-quants: groups of 4 quant bytes per column and super-block, sub-blocks per super-block.
+template <WType T>
+inline constexpr int kKGroups = T == WType::kQ4_K ? 32 : (T == WType::kQ5_K ? 40 : 48);
+template <WType T>
+inline constexpr int kKSub = T == WType::kQ6_K ? 16 : 8;
 
 // Register blocking per target: GEMM tiles of kMR rows x kNT column tiles (i8 and block types
 // separately: block types keep an int32 and an f32 accumulator per output vector). kP<T> tiles
@@ -101,6 +124,10 @@ struct Geometry {
   int64_t gstride = 0;     // bytes of a full group (64-byte multiple)
   int64_t scales_off = 0;  // i8: byte offset of f32 scales[tiles * L]
   int64_t total = 0;       // packed bytes
+  int64_t nf16 = 0;        // f16 arrays per tile in a record (d; q4_1 / q4_K / q5_K: d, m)
+  int64_t nsub = 0;        // K-quants: sub-block scale bytes per column (8 or 16), then
+  int64_t nmin = 0;        // min bytes (8: q4_K / q5_K), then
+  int64_t ncorr = 0;       // correction bytes (4: q6_K)
 
   int64_t group_tiles(int64_t g) const { return std::min(P, tiles - g * P); }
   int64_t record(int64_t g) const { return group_tiles(g) * (qb + sb); }
@@ -110,7 +137,7 @@ struct Geometry {
 template <WType T>
 Geometry geometry(int64_t n, int64_t k) {
   Geometry g;
-  if (n <= 0 || k <= 0 || (is_block(T) && k % kQK != 0)) return g;
+  if (n <= 0 || k <= 0 || (is_block(T) && k % kQK != 0) || (kIsK<T> && k % kQK_K != 0)) return g;
   g.L = lanes();
   g.tiles = (n + g.L - 1) / g.L;
   g.P = kP<T>;
@@ -118,10 +145,19 @@ Geometry geometry(int64_t n, int64_t k) {
   if constexpr (T == WType::kI8) {
     g.kb = (k + 3) / 4;
     g.qb = 4 * g.L;
+  } else if constexpr (kIsK<T>) {
+    g.kb = k / kQK_K;
+    g.qb = 4 * kKGroups<T> * g.L;
+    g.nf16 = T == WType::kQ6_K ? 1 : 2;
+    g.nsub = kKSub<T>;
+    g.nmin = T == WType::kQ6_K ? 0 : 8;
+    g.ncorr = T == WType::kQ6_K ? 4 : 0;
+    g.sb = (2 * g.nf16 + g.nsub + g.nmin + g.ncorr) * g.L;
   } else {
     g.kb = k / kQK;
     g.qb = (T == WType::kQ8_0 ? 32 : 16) * g.L;
-    g.sb = (T == WType::kQ4_1 ? 4 : 2) * g.L;
+    g.nf16 = T == WType::kQ4_1 ? 2 : 1;
+    g.sb = 2 * g.nf16 * g.L;
   }
   g.gstride = round_up(g.kb * g.P * (g.qb + g.sb), 64);
   const int64_t last = g.groups - 1;
@@ -140,51 +176,139 @@ uint64_t packed_bytes(int64_t n, int64_t k) {
 
 // Byte j of lane c of group-of-4 `gr` of a tile is byte 4*gr + j of the column's block (i8: of
 // its row, k-values 4*gr + j); i8 / q8_0 bytes are stored ^ 0x80. Padding is a zero weight.
+// The quant bytes of a K-quant super-block in packed order (module comment), its f16 d / dmin,
+// sub-block scales and mins.
 template <WType T>
-void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
-  const Geometry g = geometry<T>(n, k);
-  if (g.total == 0) return;
-  uint8_t* out = static_cast<uint8_t*>(dst);
-  std::memset(out, 0, static_cast<size_t>(g.total));
+void kquant_parts(const uint8_t* blk, uint8_t* q, uint16_t* d, uint16_t* dmin, uint8_t* sc,
+                  uint8_t* mn) {
+  if constexpr (T == WType::kQ6_K) {
+    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(blk);
+    std::memcpy(q, b->ql, sizeof b->ql);
+    std::memcpy(q + sizeof b->ql, b->qh, sizeof b->qh);
+    std::memcpy(sc, b->scales, sizeof b->scales);
+    *d = b->d;
+    (void)dmin;
+    (void)mn;
+  } else {
+    using Block = std::conditional_t<T == WType::kQ4_K, BlockQ4_K, BlockQ5_K>;
+    const Block* b = reinterpret_cast<const Block*>(blk);
+    if constexpr (T == WType::kQ5_K) {
+      std::memcpy(q, b->qh, sizeof b->qh);
+      q += sizeof b->qh;
+    }
+    std::memcpy(q, b->qs, sizeof b->qs);
+    *d = b->d;
+    *dmin = b->dmin;
+    for (int j = 0; j < 8; ++j) {
+      int s, m;
+      kquant_scale_min(b->scales, j, &s, &m);
+      sc[j] = static_cast<uint8_t>(s);
+      mn[j] = static_cast<uint8_t>(m);
+    }
+  }
+}
+
+template <WType T>
+void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
+  using Block = std::conditional_t<T == WType::kQ4_K, BlockQ4_K,
+                                   std::conditional_t<T == WType::kQ5_K, BlockQ5_K, BlockQ6_K>>;
+  const Block* blocks = static_cast<const Block*>(w);
   const int64_t L = g.L;
-  const uint8_t* src = static_cast<const uint8_t*>(w);
-  using Block = std::conditional_t<T == WType::kQ4_0, BlockQ4_0,
-                                   std::conditional_t<T == WType::kQ4_1, BlockQ4_1, BlockQ8_0>>;
-  constexpr int kGroups = T == WType::kI8 ? 1 : (T == WType::kQ8_0 ? 8 : 4);
-  constexpr uint8_t kXor = (T == WType::kI8 || T == WType::kQ8_0) ? 0x80 : 0x00;
-  const Block* blocks = reinterpret_cast<const Block*>(src);
+  constexpr int kG = kKGroups<T>;
+  uint8_t q[4 * kG], sc[16] = {}, mn[8] = {};
   for (int64_t t = 0; t < g.tiles; ++t) {
     const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
-    uint8_t* base = out + gi * g.gstride;
     for (int64_t b = 0; b < g.kb; ++b) {
-      uint8_t* rec = base + b * g.record(gi);
-      uint8_t* q = rec + i * 4 * L;  // group-of-4 gr at q + gr * p * 4L
-      uint16_t* d = reinterpret_cast<uint16_t*>(rec + p * g.qb + i * 2 * L);
-      uint16_t* m = reinterpret_cast<uint16_t*>(rec + p * g.qb + p * 2 * L + i * 2 * L);
+      uint8_t* rec = out + gi * g.gstride + b * g.record(gi);
+      uint8_t* side = rec + p * g.qb;
+      uint16_t* dd = reinterpret_cast<uint16_t*>(side) + i * L;
+      uint16_t* dm = reinterpret_cast<uint16_t*>(side) + p * L + i * L;
+      uint8_t* scp = side + p * 2 * g.nf16 * L + i * g.nsub * L;
+      uint8_t* mnp = side + p * (2 * g.nf16 + g.nsub) * L + i * g.nmin * L;
+      uint8_t* crp = side + p * (2 * g.nf16 + g.nsub + g.nmin) * L + i * g.ncorr * L;
       for (int64_t c = 0; c < L; ++c) {
         const int64_t col = t * L + c;
-        for (int gr = 0; gr < kGroups; ++gr) {
-          for (int j = 0; j < 4; ++j) {
-            uint8_t v = 0;
-            if constexpr (T == WType::kI8) {
-              const int64_t kk = 4 * b + j;
-              if (col < n && kk < k) v = src[col * k + kk];
-            } else {
-              if (col < n) v = static_cast<uint8_t>(blocks[col * g.kb + b].qs[4 * gr + j]);
-            }
-            q[gr * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(v ^ kXor);
+        if (col >= n) continue;  // padding stays zero
+        uint16_t d = 0, dmin = 0;
+        kquant_parts<T>(reinterpret_cast<const uint8_t*>(&blocks[col * g.kb + b]), q, &d, &dmin, sc,
+                        mn);
+        for (int gr = 0; gr < kG; ++gr)
+          std::memcpy(rec + (gr * p + i) * 4 * L + c * 4, q + 4 * gr, 4);
+        dd[c] = d;
+        if (g.nf16 == 2) dm[c] = dmin;
+        for (int64_t j = 0; j < g.nsub; ++j) scp[j * L + c] = sc[j];
+        for (int64_t j = 0; j < g.nmin; ++j) mnp[(j / 2) * 2 * L + 2 * c + j % 2] = mn[j];
+        if constexpr (T == WType::kQ6_K) {
+          const BlockQ6_K& blk = blocks[col * g.kb + b];
+          int32_t corr = 0;
+          for (int e = 0; e < kQK_K; ++e) {
+            const int h = e / 128, s = e % 128 / 32, l = e % 32;
+            const int lo = blk.ql[64 * h + 32 * (s & 1) + l];
+            const int q =
+                ((s < 2 ? lo : lo >> 4) & 15) | (((blk.qh[32 * h + l] >> (2 * s)) & 3) << 4);
+            corr += int32_t{blk.scales[e / 16]} * (q - 32);
           }
-        }
-        if constexpr (T != WType::kI8) {
-          d[c] = col < n ? blocks[col * g.kb + b].d : uint16_t{0};
-          if constexpr (T == WType::kQ4_1) m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
+          corr *= 128;
+          std::memcpy(crp + 4 * c, &corr, 4);
         }
       }
     }
   }
-  if constexpr (T == WType::kI8) {
-    float* sc = reinterpret_cast<float*>(out + g.scales_off);
-    for (int64_t col = 0; col < n; ++col) sc[col] = scales[col];
+}
+
+template <WType T>
+void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
+  const Geometry g = geometry<T>(n, k);
+  if (g.total == 0) return;
+  if constexpr (kIsK<T>) {
+    std::memset(dst, 0, static_cast<size_t>(g.total));
+    pack_kquant<T>(w, n, g, static_cast<uint8_t*>(dst));
+    (void)scales;
+    return;
+  } else {
+    uint8_t* out = static_cast<uint8_t*>(dst);
+    std::memset(out, 0, static_cast<size_t>(g.total));
+    const int64_t L = g.L;
+    const uint8_t* src = static_cast<const uint8_t*>(w);
+    using Block = std::conditional_t<T == WType::kQ4_0, BlockQ4_0,
+                                     std::conditional_t<T == WType::kQ4_1, BlockQ4_1, BlockQ8_0>>;
+    constexpr int kGroups = T == WType::kI8 ? 1 : (T == WType::kQ8_0 ? 8 : 4);
+    constexpr uint8_t kXor = (T == WType::kI8 || T == WType::kQ8_0) ? 0x80 : 0x00;
+    const Block* blocks = reinterpret_cast<const Block*>(src);
+    for (int64_t t = 0; t < g.tiles; ++t) {
+      const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
+      uint8_t* base = out + gi * g.gstride;
+      for (int64_t b = 0; b < g.kb; ++b) {
+        uint8_t* rec = base + b * g.record(gi);
+        uint8_t* q = rec + i * 4 * L;  // group-of-4 gr at q + gr * p * 4L
+        uint16_t* d = reinterpret_cast<uint16_t*>(rec + p * g.qb + i * 2 * L);
+        uint16_t* m = reinterpret_cast<uint16_t*>(rec + p * g.qb + p * 2 * L + i * 2 * L);
+        for (int64_t c = 0; c < L; ++c) {
+          const int64_t col = t * L + c;
+          for (int gr = 0; gr < kGroups; ++gr) {
+            for (int j = 0; j < 4; ++j) {
+              uint8_t v = 0;
+              if constexpr (T == WType::kI8) {
+                const int64_t kk = 4 * b + j;
+                if (col < n && kk < k) v = src[col * k + kk];
+              } else {
+                if (col < n) v = static_cast<uint8_t>(blocks[col * g.kb + b].qs[4 * gr + j]);
+              }
+              q[gr * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(v ^ kXor);
+            }
+          }
+          if constexpr (T != WType::kI8) {
+            d[c] = col < n ? blocks[col * g.kb + b].d : uint16_t{0};
+            if constexpr (T == WType::kQ4_1)
+              m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
+          }
+        }
+      }
+    }
+    if constexpr (T == WType::kI8) {
+      float* sc = reinterpret_cast<float*>(out + g.scales_off);
+      for (int64_t col = 0; col < n; ++col) sc[col] = scales[col];
+    }
   }
 }
 
@@ -198,6 +322,8 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
 //                                 token's scale)
 //   sum  [nb][rows] int32         sum of the block's qs (for the exact offset corrections)
 //   s    [nb][rows] f32           q8_1 only: f16_to_f32(f16(d * sum))
+// K-quants: nb = k / 256 q8_K scales d (f32, unrounded), and sum [nb * nsub][rows] holds the sums
+// of each sub-block (of 32 for q4_K / q5_K, of 16 for q6_K); q6_K panels store qs ^ 0x80.
 struct XPanel {
   int64_t rows = 0;
   int64_t stride = 0;  // bytes per panel (64-byte multiple)
@@ -207,12 +333,13 @@ struct XPanel {
 template <WType T>
 XPanel x_panel(int64_t k, int64_t rows) {
   XPanel p;
-  const int64_t nb = T == WType::kI8 ? 1 : k / kQK;
+  const int64_t nb = T == WType::kI8 ? 1 : (kIsK<T> ? k / kQK_K : k / kQK);
+  const int64_t nsum = kIsK<T> ? nb * kKSub<T> : nb;
   p.rows = rows;
   p.d_off = round_up(round_up(k, 4) * rows, 64);
   p.sum_off = p.d_off + 4 * nb * rows;
-  p.s_off = p.sum_off + 4 * nb * rows;
-  p.stride = p.d_off + round_up(12 * nb * rows, 64);
+  p.s_off = p.sum_off + 4 * nsum * rows;
+  p.stride = p.d_off + round_up(4 * (2 * nb + nsum) * rows, 64);
   return p;
 }
 
@@ -348,11 +475,59 @@ void quantize_x_q8(const float* x, int64_t k, uint8_t* panel, int64_t slot, cons
   }
 }
 
+// quantize_row_q8_K into slot `slot` of `panel`, with the sums of every sub-block of `sub`
+// (32 or 16) values. bias128: the stored bytes are q ^ 0x80 (u8 q + 128, what q6_K multiplies).
+inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t slot,
+                           const XPanel& lay, int sub, bool bias128) {
+  const DF df;
+  const DI di;
+  const hn::Rebind<int8_t, DI> d8;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));  // divides 16 on every target
+  float* dd = reinterpret_cast<float*>(panel + lay.d_off);
+  int32_t* ss = reinterpret_cast<int32_t*>(panel + lay.sum_off);
+  const int nsub = kQK_K / sub;
+  HWY_ALIGN int8_t tmp[kQK_K];
+  for (int64_t b = 0; b < k / kQK_K; ++b) {
+    const float* xb = x + b * kQK_K;
+    VF vmax = hn::Zero(df);
+    for (int64_t i = 0; i < kQK_K; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    const int64_t at = b * lay.rows + slot;
+    if (amax == 0.0f) {  // includes an all-zero super-block; d = 0, zeros
+      std::memset(tmp, bias128 ? 0x80 : 0, sizeof tmp);
+      put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
+      dd[at] = 0.0f;
+      for (int j = 0; j < nsub; ++j) ss[(b * nsub + j) * lay.rows + slot] = 0;
+      continue;
+    }
+    int64_t first = 0;  // the first value of largest magnitude gives the sign, as in ggml
+    while (std::fabs(xb[first]) != amax) ++first;
+    const float iscale = -127.0f / xb[first];
+    const VF vis = hn::Set(df, iscale);
+    const VI hi = hn::Set(di, 127);
+    for (int j = 0; j < nsub; ++j) {
+      VI vsum = hn::Zero(di);
+      for (int64_t i = j * sub; i < (j + 1) * sub; i += N) {
+        const VI r = hn::Min(nearest_int(hn::Mul(hn::LoadU(df, xb + i), vis)), hi);
+        vsum = hn::Add(vsum, r);
+        hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + i);
+      }
+      ss[(b * nsub + j) * lay.rows + slot] = hn::GetLane(hn::SumOfLanes(di, vsum));
+    }
+    if (bias128)
+      for (int i = 0; i < kQK_K; ++i) tmp[i] = static_cast<int8_t>(tmp[i] ^ 0x80);
+    put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
+    dd[at] = 1 / iscale;
+  }
+}
+
 // Quantizes token row x[k] into slot `slot` of `panel`.
 template <WType T>
 void quantize_x(const float* x, int64_t k, uint8_t* panel, int64_t slot, const XPanel& lay) {
   if constexpr (T == WType::kI8) {
     quantize_x_i8(x, k, panel, slot, lay);
+  } else if constexpr (kIsK<T>) {
+    quantize_x_q8k(x, k, panel, slot, lay, kQK_K / kKSub<T>, T == WType::kQ6_K);
   } else {
     quantize_x_q8<T == WType::kQ4_1>(x, k, panel, slot, lay);
   }
@@ -368,6 +543,12 @@ HWY_INLINE int32_t load_i32(const uint8_t* p) {
 // nib(acc, w, x): acc + sum over each lane's 4 byte pairs of u8(w) * s8(x), w in [0, 15].
 // s8(acc, w, x):  w holds biased weights (w_true ^ 0x80); adds sum u8(w) * s8(x) when kBiased
 //                 (the caller subtracts 128 * sum(x)), else sum w_true * s8(x).
+// K-quant sub-block sums (a: u8, b: s8, |a| * |b| * 2 per int16 pair within the caller's bound):
+//   kI16:          acc holds int16 pairs: kacc(acc, a, b) = acc + pmaddubsw(a, b) (int16 adds),
+//                  kfinish(iacc, acc, scv) = iacc + pmaddwd(acc, scv), scv = kscale(sc) holding
+//                  the int32 scale in both int16 halves.
+//   otherwise:     acc is int32: kacc = acc + sum of the 4 products; kfinish = iacc + acc * scv.
+// madd16(a, b): pmaddwd (int16 pairs -> int32 lane sums).
 
 #if HWY_TARGET == HWY_AVX3
 #define LAYA_MI_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
@@ -377,6 +558,13 @@ struct DotVnni {
     return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, x.raw)};
   }
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI s8(VI acc, VI w, VI x) { return nib(acc, w, x); }
+  static constexpr bool kI16 = false;
+  LAYA_MI_VNNI_ATTR static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return nib(acc, a, b); }
+  static HWY_INLINE VI kscale(VI sc) { return sc; }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm512_add_epi32(iacc.raw, _mm512_mullo_epi32(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm512_madd_epi16(a.raw, b.raw)}; }
 };
 struct DotMadd {
   static constexpr bool kBiased = false;
@@ -390,6 +578,17 @@ struct DotMadd {
     const __m512i xs = _mm512_mask_sub_epi8(x.raw, neg, _mm512_setzero_si512(), x.raw);
     return nib(acc, VI{_mm512_abs_epi8(ws)}, VI{xs});
   }
+  static constexpr bool kI16 = true;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return VI{_mm512_add_epi16(acc.raw, _mm512_maddubs_epi16(a.raw, b.raw))};
+  }
+  static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
+    return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
+  }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm512_add_epi32(iacc.raw, _mm512_madd_epi16(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm512_madd_epi16(a.raw, b.raw)}; }
 };
 #elif HWY_TARGET == HWY_AVX2
 struct DotMadd {
@@ -402,6 +601,17 @@ struct DotMadd {
     const __m256i ws = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
     return nib(acc, VI{_mm256_abs_epi8(ws)}, VI{_mm256_sign_epi8(x.raw, ws)});
   }
+  static constexpr bool kI16 = true;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return VI{_mm256_add_epi16(acc.raw, _mm256_maddubs_epi16(a.raw, b.raw))};
+  }
+  static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
+    return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
+  }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm256_add_epi32(iacc.raw, _mm256_madd_epi16(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm256_madd_epi16(a.raw, b.raw)}; }
 };
 #elif HWY_TARGET == HWY_SSE4
 struct DotMadd {
@@ -414,6 +624,17 @@ struct DotMadd {
     const __m128i ws = _mm_xor_si128(w.raw, _mm_set1_epi8(static_cast<char>(0x80)));
     return nib(acc, VI{_mm_abs_epi8(ws)}, VI{_mm_sign_epi8(x.raw, ws)});
   }
+  static constexpr bool kI16 = true;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return VI{_mm_add_epi16(acc.raw, _mm_maddubs_epi16(a.raw, b.raw))};
+  }
+  static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
+    return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
+  }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{_mm_add_epi32(iacc.raw, _mm_madd_epi16(acc.raw, scv.raw))};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm_madd_epi16(a.raw, b.raw)}; }
 };
 #else
 // Any other target (SCALAR, non-x86): lane by lane.
@@ -443,6 +664,24 @@ struct DotMadd {
   }
   static HWY_INLINE VI nib(VI acc, VI w, VI x) { return dot<false>(acc, w, x); }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) { return dot<true>(acc, w, x); }
+  static constexpr bool kI16 = false;
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return dot<false>(acc, a, b); }
+  static HWY_INLINE VI kscale(VI sc) { return sc; }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) { return hn::Add(iacc, hn::Mul(acc, scv)); }
+  static HWY_INLINE VI madd16(VI a, VI b) {
+    const DI di;
+    constexpr size_t kMax = hn::MaxLanes(DI());
+    HWY_ALIGN int32_t al[kMax], bl[kMax];
+    hn::Store(a, di, al);
+    hn::Store(b, di, bl);
+    for (size_t i = 0; i < hn::Lanes(di); ++i) {
+      int16_t ah[2], bh[2];
+      std::memcpy(ah, &al[i], 4);
+      std::memcpy(bh, &bl[i], 4);
+      al[i] = int32_t{ah[0]} * bh[0] + int32_t{ah[1]} * bh[1];
+    }
+    return hn::Load(di, al);
+  }
 };
 #endif
 
@@ -451,12 +690,15 @@ struct DotMadd {
 // Arguments of one micro-kernel call: MR rows x NT tiles of y, accumulated over all of k. Tile t
 // of record b: f16 d at wd + b * rec + t * 2L (m likewise).
 struct MicroArgs {
-  const uint8_t* w = nullptr;   // quants of the first tile in the first record (the vector of
-                                // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
-  int64_t gstep = 0;            // p * 4L
-  const uint8_t* wd = nullptr;  // its f16 d
-  const uint8_t* wm = nullptr;  // its f16 m (q4_1)
-  int64_t rec = 0;              // bytes between records
+  const uint8_t* w = nullptr;      // quants of the first tile in the first record (the vector of
+                                   // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
+  int64_t gstep = 0;               // p * 4L
+  const uint8_t* wd = nullptr;     // its f16 d
+  const uint8_t* wm = nullptr;     // its f16 m (q4_1) / dmin (q4_K, q5_K)
+  const uint8_t* wsc = nullptr;    // K-quants: its sub-block scales [nsub][L] (tile t: + t*nsub*L)
+  const uint8_t* wmn = nullptr;    // q4_K / q5_K: its mins [4][L][2] (tile t: + t*8L)
+  const uint8_t* wcorr = nullptr;  // q6_K: its int32 corr [L] (tile t: + t*4L)
+  int64_t rec = 0;                 // bytes between records
   const Geometry* geo = nullptr;
   const uint8_t* x = nullptr;  // activation panel (its slot 0 is the first row)
   const XPanel* xp = nullptr;
@@ -533,6 +775,38 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
     float s;
     std::memcpy(&s, xr + lay.d_off, 4);
     return s;
+  }
+  if (t == WType::kQ4_K || t == WType::kQ5_K || t == WType::kQ6_K) {
+    // q8_K with the sums of 32 (q4_K, q5_K) or 16 (q6_K) values.
+    const bool k6 = t == WType::kQ6_K;
+    const XPanel lay = k6 ? x_panel<WType::kQ6_K>(k, 1) : x_panel<WType::kQ4_K>(k, 1);
+    if (!k6) {
+      quantize_x<WType::kQ4_K>(x, k, xr, 0, lay);
+    } else {
+      quantize_x<WType::kQ6_K>(x, k, xr, 0, lay);
+    }
+    const float* d = reinterpret_cast<const float*>(xr + lay.d_off);
+    const int32_t* sums = reinterpret_cast<const int32_t*>(xr + lay.sum_off);
+    const int sub = k6 ? 16 : 32;
+    for (int64_t b = 0; b < k / kQK_K; ++b) {
+      BlockQ8_K& blk = static_cast<BlockQ8_K*>(out)[b];
+      blk.d = d[b];
+      for (int i = 0; i < kQK_K; ++i)  // q6_K panels hold q + 128
+        blk.qs[i] = static_cast<int8_t>(xr[b * kQK_K + i] ^ (k6 ? 0x80 : 0));
+      // bsums (of 16) from the stored values; the kernel's own sub-block sums are returned as
+      // their total over the row, which the test compares with the bsums' total.
+      for (int g = 0; g < 16; ++g) {
+        int s = 0;
+        for (int i = 0; i < 16; ++i) s += blk.qs[16 * g + i];
+        blk.bsums[g] = static_cast<int16_t>(s);
+      }
+      for (int j = 0; j < kQK_K / sub; ++j) {
+        int s = 0;
+        for (int i = 0; i < sub; ++i) s += blk.qs[sub * j + i];
+        if (s != sums[b * (kQK_K / sub) + j]) return -1.0f;  // inconsistent sub-block sum
+      }
+    }
+    return 0.0f;
   }
   const XPanel lay = x_panel<WType::kQ8_0>(k, 1);  // the same layout for q8_1
   if (t == WType::kQ4_1) {

@@ -128,10 +128,239 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     for (int t = 0; t < NT; ++t) hn::Store(facc[r][t], df, a.out + (r * NT + t) * L);
 }
 
+// K-quants. A "unit" is two sub-blocks whose quants come from the same loads: q4_K / q5_K unit u
+// = sub-blocks 2u (low nibbles of qs[32u..]) and 2u + 1 (high nibbles), 8 groups of 4; q6_K unit u
+// (h = u / 4, gq = u / 2 % 2, sp = u % 2) = sub-blocks 8h + 2sp + gq (low nibbles of ql, qh bits
+// 2sp) and that + 4 (high nibbles, qh bits 2sp + 4), 4 groups of 4.
+template <WType T>
+struct KUnit {
+  static constexpr int kUnits = T == WType::kQ6_K ? 8 : 4;
+  static constexpr int kGroups = T == WType::kQ6_K ? 4 : 8;
+  // Groups summed in int16 before pmaddwd without overflow (|sum| <= 32767): q4_K 8 * 2 * 15 *
+  // 127 = 30480, q5_K 4 * 2 * 31 * 127 = 31496, q6_K 2 * 2 * 32 * 255 = 32640.
+  static constexpr int kChunk = T == WType::kQ4_K ? 8 : (T == WType::kQ5_K ? 4 : 2);
+  template <int U>
+  static constexpr int j_lo() {
+    return T == WType::kQ6_K ? 8 * (U / 4) + 2 * (U % 2) + U / 2 % 2 : 2 * U;
+  }
+  template <int U>
+  static constexpr int j_hi() {
+    return T == WType::kQ6_K ? j_lo<U>() + 4 : 2 * U + 1;
+  }
+  // Group-of-4 index (in the super-block's 64) of x for group g of the unit's two sub-blocks.
+  template <int U>
+  static constexpr int x_lo(int g) {
+    return T == WType::kQ6_K ? 32 * (U / 4) + 8 * (U % 2) + 4 * (U / 2 % 2) + g : 16 * U + g;
+  }
+  template <int U>
+  static constexpr int x_hi(int g) {
+    return T == WType::kQ6_K ? x_lo<U>(g) + 16 : 16 * U + 8 + g;
+  }
+};
+
+// The two weight vectors (low and high sub-block) of group g of unit U for tile t: u8 quants for
+// q4_K / q5_K, s8 (q - 32) for q6_K. q = a.w + b * a.rec (the record).
+template <WType T, int U>
+LAYA_MI_ATTR HWY_INLINE void kq_unpack(const MicroArgs& a, const uint8_t* q, int g, int t, VI* lo,
+                                       VI* hi) {
+  const DI di;
+  const DU du;
+  const int64_t L = lanes();
+  auto load = [&](int gr) {
+    return hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + gr * a.gstep + t * 4 * L));
+  };
+  const VU m4 = hn::Set(du, 0x0F0F0F0Fu);
+  if constexpr (T == WType::kQ6_K) {
+    constexpr int h = U / 4, gq = U / 2 % 2, sp = U % 2;
+    const int l4 = 4 * gq + g;
+    const VU ql = load(16 * h + 8 * sp + l4);  // ql[64h + 32sp + 4 l4]
+    const VU qh = load(32 + 8 * h + l4);       // qh[32h + 4 l4]
+    const VU m30 = hn::Set(du, 0x30303030u);
+    const VU wl = hn::Or(hn::And(ql, m4), hn::And(hn::ShiftLeft<4 - 2 * sp>(qh), m30));
+    const VU wh =
+        hn::Or(hn::And(hn::ShiftRight<4>(ql), m4), hn::And(hn::ShiftRight<2 * sp>(qh), m30));
+#if HWY_TARGET == HWY_SCALAR
+    // Bytewise q - 32 within u32 lanes: (q | 0x80) - 32 borrows nothing, ^ 0x80 wraps it back.
+    const VU k80 = hn::Set(du, 0x80808080u), k20 = hn::Set(du, 0x20202020u);
+    *lo = hn::BitCast(di, hn::Xor(hn::Sub(hn::Or(wl, k80), k20), k80));
+    *hi = hn::BitCast(di, hn::Xor(hn::Sub(hn::Or(wh, k80), k20), k80));
+#else
+    const hn::Repartition<uint8_t, DU> d8;
+    const auto k32 = hn::Set(d8, uint8_t{32});
+    *lo = hn::BitCast(di, hn::Sub(hn::BitCast(d8, wl), k32));
+    *hi = hn::BitCast(di, hn::Sub(hn::BitCast(d8, wh), k32));
+#endif
+  } else {
+    constexpr int kQs = T == WType::kQ5_K ? 8 : 0;  // q5_K: the qh groups come first
+    const VU v = load(kQs + 8 * U + g);
+    VU wl = hn::And(v, m4), wh = hn::And(hn::ShiftRight<4>(v), m4);
+    if constexpr (T == WType::kQ5_K) {  // bit 2U (low) / 2U + 1 (high) of qh[4g ..] -> bit 4
+      const VU hb = load(g);
+      const VU m10 = hn::Set(du, 0x10101010u);
+      if constexpr (2 * U <= 4) {
+        wl = hn::Or(wl, hn::And(hn::ShiftLeft<4 - 2 * U>(hb), m10));
+      } else {
+        wl = hn::Or(wl, hn::And(hn::ShiftRight<2 * U - 4>(hb), m10));
+      }
+      if constexpr (2 * U + 1 <= 4) {
+        wh = hn::Or(wh, hn::And(hn::ShiftLeft<3 - 2 * U>(hb), m10));
+      } else {
+        wh = hn::Or(wh, hn::And(hn::ShiftRight<2 * U - 3>(hb), m10));
+      }
+    }
+    *lo = hn::BitCast(di, wl);
+    *hi = hn::BitCast(di, wh);
+  }
+}
+
+// Sub-block scale vector (per column) of sub-block j for tile t, in Dot::kscale form.
+template <WType T>
+LAYA_MI_ATTR HWY_INLINE VI kq_scale(const MicroArgs& a, int64_t b, int j, int t) {
+  const DI di;
+  const int64_t L = lanes();
+  const uint8_t* p = a.wsc + b * a.rec + t * kKSub<T> * L + j * L;
+  if constexpr (T == WType::kQ6_K) {
+    const hn::Rebind<int8_t, DI> d8;
+    return Dot::kscale(hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p))));
+  } else {
+    const hn::Rebind<uint8_t, DI> d8;
+    return Dot::kscale(hn::PromoteTo(di, hn::LoadU(d8, p)));
+  }
+}
+
+// One unit: accumulates its two sub-blocks' scaled dots into iacc.
+template <WType T, int MR, int NT, int XR, int U>
+LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_t* q,
+                                     const uint8_t* xq, VI (&iacc)[MR][NT]) {
+  using K = KUnit<T>;
+  const DI di;
+  VI sl[NT], sh[NT];  // the two sub-blocks' scales, once per unit
+  for (int t = 0; t < NT; ++t) {
+    sl[t] = kq_scale<T>(a, b, K::template j_lo<U>(), t);
+    sh[t] = kq_scale<T>(a, b, K::template j_hi<U>(), t);
+  }
+  VI alo[MR][NT], ahi[MR][NT];
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) alo[r][t] = ahi[r][t] = hn::Zero(di);
+  for (int g = 0; g < K::kGroups; ++g) {
+    // x broadcasts first, then one tile's two weight vectors at a time (few live registers).
+    VI xl[MR], xh[MR];
+    for (int r = 0; r < MR; ++r) {
+      xl[r] = hn::Set(di, load_i32(xq + (K::template x_lo<U>(g) * XR + r) * 4));
+      xh[r] = hn::Set(di, load_i32(xq + (K::template x_hi<U>(g) * XR + r) * 4));
+    }
+    for (int t = 0; t < NT; ++t) {
+      VI wl, wh;
+      kq_unpack<T, U>(a, q, g, t, &wl, &wh);
+      for (int r = 0; r < MR; ++r) {
+        if constexpr (T == WType::kQ6_K) {  // u8 (x + 128: the panel's bytes) times s8 (q - 32)
+          alo[r][t] = Dot::kacc(alo[r][t], xl[r], wl);
+          ahi[r][t] = Dot::kacc(ahi[r][t], xh[r], wh);
+        } else {
+          alo[r][t] = Dot::kacc(alo[r][t], wl, xl[r]);
+          ahi[r][t] = Dot::kacc(ahi[r][t], wh, xh[r]);
+        }
+      }
+    }
+    if ((g + 1) % K::kChunk == 0) {
+      for (int t = 0; t < NT; ++t) {
+        for (int r = 0; r < MR; ++r) {
+          iacc[r][t] = Dot::kfinish(Dot::kfinish(iacc[r][t], alo[r][t], sl[t]), ahi[r][t], sh[t]);
+          alo[r][t] = ahi[r][t] = hn::Zero(di);
+        }
+      }
+    }
+  }
+}
+
+template <WType T, int MR, int NT, int XR, int... U>
+LAYA_MI_ATTR HWY_INLINE void kq_units(const MicroArgs& a, int64_t b, const uint8_t* q,
+                                      const uint8_t* xq, VI (&iacc)[MR][NT],
+                                      std::integer_sequence<int, U...>) {
+  (kq_unit<T, MR, NT, XR, U>(a, b, q, xq, iacc), ...);
+}
+
+// K-quants: per super-block b, isum (exact int32, see the module comment) and (q4_K / q5_K)
+// msum = sum_j m_j * xsum_j; out += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum).
+template <WType T, int MR, int NT, int XR>
+LAYA_MI_ATTR void micro_kq(const MicroArgs& a) {
+  const DI di;
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  constexpr int kSub = kKSub<T>;
+  const int64_t L = lanes();
+  const int64_t nb = a.geo->kb;
+  const float* xd = reinterpret_cast<const float*>(a.x + a.xp->d_off);
+  const int32_t* xsum = reinterpret_cast<const int32_t*>(a.x + a.xp->sum_off);
+  VF facc[MR][NT];
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) facc[r][t] = hn::Zero(df);
+  for (int64_t b = 0; b < nb; ++b, xd += XR) {
+    const uint8_t* q = a.w + b * a.rec;
+    const uint8_t* xq = a.x + b * (kQK_K * XR);  // group-of-4 e4 of row r at xq + (e4 XR + r) 4
+    VI iacc[MR][NT];
+    for (int r = 0; r < MR; ++r)
+      for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Zero(di);
+    kq_units<T, MR, NT, XR>(a, b, q, xq, iacc, std::make_integer_sequence<int, KUnit<T>::kUnits>());
+    VI macc[MR][NT];
+    if constexpr (T == WType::kQ6_K) {
+      for (int t = 0; t < NT; ++t) {
+        const VI corr =
+            hn::LoadU(di, reinterpret_cast<const int32_t*>(a.wcorr + b * a.rec + t * 4 * L));
+        for (int r = 0; r < MR; ++r) iacc[r][t] = hn::Sub(iacc[r][t], corr);
+      }
+    } else {
+      // msum via pmaddwd: min pairs (m_2i, m_2i+1) per column times (xsum_2i, xsum_2i+1) per row
+      // (|xsum| <= 32 * 127 fits int16).
+      const int32_t* xs = xsum + b * kSub * XR;  // sub-block j of row r at xs[j XR + r]
+      for (int r = 0; r < MR; ++r)
+        for (int t = 0; t < NT; ++t) macc[r][t] = hn::Zero(di);
+      for (int i = 0; i < 4; ++i) {
+        VI mp[NT];
+        for (int t = 0; t < NT; ++t) {
+          const uint8_t* p = a.wmn + b * a.rec + t * 8 * L + i * 2 * L;
+#if HWY_TARGET == HWY_SCALAR
+          mp[t] = hn::Set(di, static_cast<int32_t>(p[0] | (uint32_t{p[1]} << 16)));
+#else
+          const hn::Repartition<uint16_t, DI> d16;  // 2L u16 = L (m_2i, m_2i+1) pairs
+          const hn::Rebind<uint8_t, decltype(d16)> d8;
+          mp[t] = hn::BitCast(di, hn::PromoteTo(d16, hn::LoadU(d8, p)));
+#endif
+        }
+        for (int r = 0; r < MR; ++r) {
+          const uint32_t pair = (static_cast<uint32_t>(xs[2 * i * XR + r]) & 0xffffu) |
+                                (static_cast<uint32_t>(xs[(2 * i + 1) * XR + r]) << 16);
+          const VI xp = hn::Set(di, static_cast<int32_t>(pair));
+          for (int t = 0; t < NT; ++t) macc[r][t] = hn::Add(macc[r][t], Dot::madd16(mp[t], xp));
+        }
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      const int64_t off = b * a.rec + t * 2 * L;
+      const VF sd =
+          hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wd + off)));
+      VF sm = hn::Zero(df);
+      if constexpr (T != WType::kQ6_K)
+        sm = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wm + off)));
+      for (int r = 0; r < MR; ++r) {
+        const VF vxd = hn::Set(df, xd[r]);
+        facc[r][t] = hn::MulAdd(hn::ConvertTo(df, iacc[r][t]), hn::Mul(sd, vxd), facc[r][t]);
+        if constexpr (T != WType::kQ6_K)
+          facc[r][t] =
+              hn::MulAdd(hn::ConvertTo(df, macc[r][t]), hn::Neg(hn::Mul(sm, vxd)), facc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) hn::Store(facc[r][t], df, a.out + (r * NT + t) * L);
+}
+
 template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro(const MicroArgs& a) {
   if constexpr (T == WType::kI8) {
     micro_i8<MR, NT, XR>(a);
+  } else if constexpr (kIsK<T>) {
+    micro_kq<T, MR, NT, XR>(a);
   } else {
     micro_blk<T, MR, NT, XR>(a);
   }
@@ -191,6 +420,9 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
     a.gstep = p * 4 * L;
     a.wd = grp + p * geo.qb + i0 * 2 * L;
     a.wm = grp + p * geo.qb + p * 2 * L + i0 * 2 * L;
+    a.wsc = grp + p * geo.qb + p * 2 * geo.nf16 * L + i0 * geo.nsub * L;
+    a.wmn = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub) * L + i0 * geo.nmin * L;
+    a.wcorr = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub + geo.nmin) * L + i0 * geo.ncorr * L;
     a.rec = geo.record(g);
     a.geo = &geo;
     a.xp = c.xp;
@@ -247,6 +479,9 @@ inline void install(KernelTable& t) {
   t.matmul[static_cast<int>(WType::kQ8_0)] = make<WType::kQ8_0>();
   t.matmul[static_cast<int>(WType::kQ4_0)] = make<WType::kQ4_0>();
   t.matmul[static_cast<int>(WType::kQ4_1)] = make<WType::kQ4_1>();
+  t.matmul[static_cast<int>(WType::kQ4_K)] = make<WType::kQ4_K>();
+  t.matmul[static_cast<int>(WType::kQ5_K)] = make<WType::kQ5_K>();
+  t.matmul[static_cast<int>(WType::kQ6_K)] = make<WType::kQ6_K>();
 }
 
 }  // namespace LAYA_MI_NS

@@ -3,7 +3,15 @@
 // consumes it), products summed in double.
 // Integer types: x quantized on the fly exactly as the SIMD kernels must (quant.h), integer dot
 // products per block / row, then scaled in f32 in the order written here.
+// K-quants follow ggml's ggml_vec_dot_q{4,5,6}_K_q8_K: x -> q8_K (quantize_row_q8_K), and per
+// super-block of 256 two exact int32 sums over its sub-blocks j,
+//   q4_K / q5_K: isum = sum_j sc_j * dot(q_j, qx_j), msum = sum_j m_j * sum(qx_j)
+//                y += (d_w * d_x) * isum;  y -= (dmin_w * d_x) * msum
+//   q6_K:        isum = sum_j sc_j * dot(q_j - 32, qx_j);  y += (d_w * d_x) * isum
+// (d_w, dmin_w f16 -> f32; d_x the q8_K f32 scale). ggml sums the same terms in another f32
+// order; the integer parts are identical.
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/quant.h"
@@ -27,19 +35,34 @@ uint64_t row_bytes(WType t, int64_t k) {
       return k / kQK * sizeof(BlockQ4_0);
     case WType::kQ4_1:
       return k / kQK * sizeof(BlockQ4_1);
+    case WType::kQ4_K:
+      return k / kQK_K * sizeof(BlockQ4_K);
+    case WType::kQ5_K:
+      return k / kQK_K * sizeof(BlockQ5_K);
+    case WType::kQ6_K:
+      return k / kQK_K * sizeof(BlockQ6_K);
     case WType::kCount:
       break;
   }
   return 0;
 }
 
-bool is_block(WType t) {
-  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1;
+bool is_kquant(WType t) {
+  return t == WType::kQ4_K || t == WType::kQ5_K || t == WType::kQ6_K;
+}
+
+// Elements per block (0: not a block type).
+int64_t block_elems(WType t) {
+  if (is_kquant(t)) return kQK_K;
+  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1 ? kQK : 0;
 }
 
 template <WType T>
+inline constexpr bool is_kquant_v = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K;
+
+template <WType T>
 uint64_t packed_bytes(int64_t n, int64_t k) {
-  if (n <= 0 || k <= 0 || (is_block(T) && k % kQK != 0)) return 0;
+  if (n <= 0 || k <= 0 || (block_elems(T) != 0 && k % block_elems(T) != 0)) return 0;
   return row_bytes(T, k) * n + (T == WType::kI8 ? 4 * n : 0);
 }
 
@@ -51,8 +74,8 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
 
 template <WType T>
 uint64_t scratch_bytes(int64_t, int64_t, int64_t k, int) {
-  // One quantized / converted activation row plus a dequantized weight row.
-  return 4 * k + sizeof(BlockQ8_1) * (k / kQK + 1) + 64;
+  // One converted (bf16) or quantized activation row.
+  return 4 * k + sizeof(BlockQ8_K) * (k / kQK_K + 1) + sizeof(BlockQ8_1) * (k / kQK + 1) + 64;
 }
 
 // Dot product of activation row x (already in the type's activation form) with weight row j.
@@ -102,6 +125,50 @@ float dot_row(const uint8_t* w, int64_t j, int64_t k, const float* x, const void
       sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum);
     }
     return sum;
+  } else if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) {
+    using Block = std::conditional_t<T == WType::kQ4_K, BlockQ4_K, BlockQ5_K>;
+    const Block* wb = reinterpret_cast<const Block*>(row);
+    const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(xq);
+    float sum = 0;
+    for (int64_t b = 0; b < k / kQK_K; ++b) {
+      int32_t isum = 0, msum = 0;
+      for (int j = 0; j < 8; ++j) {
+        int sc, mn;
+        kquant_scale_min(wb[b].scales, j, &sc, &mn);
+        int32_t dot = 0;
+        for (int e = 32 * j; e < 32 * j + 32; ++e) {
+          const uint8_t byte = wb[b].qs[32 * (e / 64) + e % 32];
+          int32_t q = e % 64 < 32 ? byte & 15 : byte >> 4;
+          if constexpr (T == WType::kQ5_K) q += 16 * ((wb[b].qh[e % 32] >> j) & 1);
+          dot += q * int32_t{xb[b].qs[e]};
+        }
+        isum += sc * dot;
+        msum += mn * (int32_t{xb[b].bsums[2 * j]} + int32_t{xb[b].bsums[2 * j + 1]});
+      }
+      sum += f16_to_f32(wb[b].d) * xb[b].d * static_cast<float>(isum);
+      sum -= f16_to_f32(wb[b].dmin) * xb[b].d * static_cast<float>(msum);
+    }
+    return sum;
+  } else if constexpr (T == WType::kQ6_K) {
+    const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(row);
+    const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(xq);
+    float sum = 0;
+    for (int64_t b = 0; b < k / kQK_K; ++b) {
+      int32_t isum = 0;
+      for (int j = 0; j < 16; ++j) {
+        int32_t dot = 0;
+        for (int e = 16 * j; e < 16 * j + 16; ++e) {
+          const int h = e / 128, s = e % 128 / 32, l = e % 32;
+          const uint8_t lo = wb[b].ql[64 * h + 32 * (s & 1) + l];
+          const int32_t q =
+              ((s < 2 ? lo & 15 : lo >> 4) | (((wb[b].qh[32 * h + l] >> (2 * s)) & 3) << 4));
+          dot += (q - 32) * int32_t{xb[b].qs[e]};
+        }
+        isum += int32_t{wb[b].scales[j]} * dot;
+      }
+      sum += f16_to_f32(wb[b].d) * xb[b].d * static_cast<float>(isum);
+    }
+    return sum;
   } else {  // q4_1
     const BlockQ4_1* wb = reinterpret_cast<const BlockQ4_1*>(row);
     const BlockQ8_1* xb = static_cast<const BlockQ8_1*>(xq);
@@ -139,6 +206,8 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
       quantize_act_q8_0(xr, static_cast<BlockQ8_0*>(xq), k);
     } else if constexpr (T == WType::kQ4_1) {
       quantize_act_q8_1(xr, static_cast<BlockQ8_1*>(xq), k);
+    } else if constexpr (is_kquant_v<T>) {
+      quantize_row_q8_K(xr, static_cast<BlockQ8_K*>(xq), k);
     }
     for (int64_t j = 0; j < n; ++j) {
       const float v = dot_row<T>(w, j, k, xr, xq, xs, wscales);

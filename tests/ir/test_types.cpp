@@ -212,6 +212,9 @@ TEST_CASE("dtype table: names, kinds, bytes for every dtype") {
       {DType::kQ8_0, "q8_0", DTypeKind::kBlock, 68},
       {DType::kQ4_0, "q4_0", DTypeKind::kBlock, 36},
       {DType::kQ4_1, "q4_1", DTypeKind::kBlock, 40},
+      {DType::kQ4_K, "q4_K", DTypeKind::kBlock, 0},  // K-quants: 256-element super-blocks
+      {DType::kQ5_K, "q5_K", DTypeKind::kBlock, 0},
+      {DType::kQ6_K, "q6_K", DTypeKind::kBlock, 0},
   };
   // A new dtype must be added here (and to every switch over dtypes).
   REQUIRE(sizeof want / sizeof want[0] == static_cast<size_t>(DType::kCount));
@@ -223,22 +226,30 @@ TEST_CASE("dtype table: names, kinds, bytes for every dtype") {
     Result<DType> parsed = dtype_from_name(w.name);
     REQUIRE(parsed.is_ok());
     CHECK(*parsed == w.dtype);
-    Result<uint64_t> b = dtype_bytes(w.dtype, 64);
-    REQUIRE(b.is_ok());
-    CHECK(*b == w.bytes_for_64);
+    const int64_t be = dtype_info(w.dtype).block_elems;
+    if (be == 256) {  // K-quants: 64 elements are not a whole super-block
+      CHECK(dtype_bytes(w.dtype, 64).status().code() == StatusCode::kGraphShapeMismatch);
+      Result<uint64_t> two = dtype_bytes(w.dtype, 512);
+      REQUIRE(two.is_ok());
+      CHECK(*two == 2 * dtype_info(w.dtype).block_bytes);
+    } else {
+      Result<uint64_t> b = dtype_bytes(w.dtype, 64);
+      REQUIRE(b.is_ok());
+      CHECK(*b == w.bytes_for_64);
+    }
     Result<uint64_t> zero = dtype_bytes(w.dtype, 0);
     REQUIRE(zero.is_ok());
     CHECK(*zero == 0);
     CHECK(dtype_bytes(w.dtype, -1).status().code() == StatusCode::kGraphShapeMismatch);
     if (w.kind == DTypeKind::kBlock) {
-      CHECK(dtype_info(w.dtype).block_elems == 32);
+      CHECK((be == 32 || be == 256));
       CHECK_STATUS(dtype_bytes(w.dtype, 33).status(), StatusCode::kGraphShapeMismatch, w.name,
                    "33");
       CHECK(dtype_bytes(w.dtype, 16).status().code() == StatusCode::kGraphShapeMismatch);
-      // The largest whole number of blocks: 2^58 - 1 blocks; its byte count exceeds int64 only
-      // when a block holds more than 32 bytes (q8_0).
-      const int64_t most = INT64_MAX / 32 * 32;
-      const uint64_t blocks = static_cast<uint64_t>(most / 32);
+      // The largest whole number of blocks; its byte count exceeds int64 only when a block holds
+      // more bytes than elements (q8_0: 34 per 32).
+      const int64_t most = INT64_MAX / be * be;
+      const uint64_t blocks = static_cast<uint64_t>(most / be);
       const uint64_t block_bytes = dtype_info(w.dtype).block_bytes;
       Result<uint64_t> big = dtype_bytes(w.dtype, most);
       if (blocks > static_cast<uint64_t>(INT64_MAX) / block_bytes) {

@@ -142,9 +142,11 @@ TEST_CASE("embedding: every weight type, exact") {
   for (int ti = 0; ti < kWTypeCount; ++ti) {
     const WType type = static_cast<WType>(ti);
     const bool block = type == WType::kQ8_0 || type == WType::kQ4_0 || type == WType::kQ4_1;
-    for (int64_t dim :
-         {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{32}, int64_t{100}, int64_t{160}}) {
+    const bool kquant = type == WType::kQ4_K || type == WType::kQ5_K || type == WType::kQ6_K;
+    for (int64_t dim : {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{32}, int64_t{100},
+                        int64_t{160}, int64_t{256}, int64_t{768}}) {
       if (block && dim % kQK != 0) continue;
+      if (kquant && dim % kQK_K != 0) continue;
       CAPTURE(std::string(wtype_name(type)));
       CAPTURE(dim);
       // Table bytes and scales for this type.
@@ -185,6 +187,16 @@ TEST_CASE("embedding: every weight type, exact") {
           quantize_row_q4_1(src.data(), reinterpret_cast<BlockQ4_1*>(table.data()),
                             static_cast<int64_t>(src.size()));
           break;
+        case WType::kQ4_K:  // random bytes: every scale / min / quant pattern
+        case WType::kQ5_K:
+        case WType::kQ6_K: {
+          const size_t bytes = type == WType::kQ4_K   ? sizeof(BlockQ4_K)
+                               : type == WType::kQ5_K ? sizeof(BlockQ5_K)
+                                                      : sizeof(BlockQ6_K);
+          table.resize(src.size() / kQK_K * bytes);
+          for (uint8_t& v : table) v = static_cast<uint8_t>(bits(rng));
+          break;
+        }
         case WType::kCount:
           break;
       }

@@ -1,5 +1,5 @@
-// Integer / GGUF-block matmuls (i8, q8_0, q4_0, q4_1) on every compiled Highway target (and, on
-// AVX3, both the VNNI and the pmaddubsw path) against the scalar reference.
+// Integer / GGUF-block matmuls (i8, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K) on every compiled Highway
+// target (and, on AVX3, both the VNNI and the pmaddubsw path) against the scalar reference.
 //
 // Tolerances (the integer dots are exact on both sides; only f32 rounding differs):
 //  - i8: y = (f32(dot) * x_scale) * w_scale (+ bias), the same operations as the reference, which
@@ -9,7 +9,8 @@
 //    term per block), summed in block order by both; the kernel fuses the last multiply and add
 //    (FMA), the reference may or may not. Each side's sum is within n_terms * u * S of the exact
 //    one (u = 2^-24, S = sum |t_b| computed below from the same quantized data), each term within
-//    u |t_b|, so |y - ref| <= (2 * n_terms + 4) * u * (S + |bias|).
+//    u |t_b|, so |y - ref| <= (2 * n_terms + 4) * u * (S + |bias|). K-quants likewise with
+//    t_b = (d_w * d_x) * isum_b and (q4_K / q5_K) (dmin_w * d_x) * msum_b per super-block.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -40,6 +41,18 @@ constexpr WType kIntTypes[] = {
 };
 #undef LAYA_FAMILY_float
 #undef LAYA_FAMILY_int
+
+bool is_kquant(WType t) {
+  return t == WType::kQ4_K || t == WType::kQ5_K || t == WType::kQ6_K;
+}
+size_t kquant_block_bytes(WType t) {
+  return t == WType::kQ4_K ? sizeof(BlockQ4_K)
+                           : (t == WType::kQ5_K ? sizeof(BlockQ5_K) : sizeof(BlockQ6_K));
+}
+// Inner size of one block / super-block of `t` (1 for i8).
+int64_t kunit(WType t) {
+  return t == WType::kI8 ? 1 : (is_kquant(t) ? kQK_K : kQK);
+}
 
 struct AlignedBuf {
   void* p = nullptr;
@@ -88,6 +101,21 @@ Weights make_weights(WType type, const std::vector<float>& w, int64_t n, int64_t
           quantize_row_i8(w.data() + j * k, reinterpret_cast<int8_t*>(&out.bytes[j * k]), k);
     return out;
   }
+  if (is_kquant(type)) {
+    const int64_t nsb = k / kQK_K;
+    const size_t bs = kquant_block_bytes(type);
+    out.bytes.resize(static_cast<size_t>(n * nsb) * bs);
+    for (int64_t j = 0; j < n; ++j) {
+      uint8_t* dst = out.bytes.data() + static_cast<size_t>(j * nsb) * bs;
+      if (type == WType::kQ4_K)
+        quantize_row_q4_K(w.data() + j * k, reinterpret_cast<BlockQ4_K*>(dst), k);
+      if (type == WType::kQ5_K)
+        quantize_row_q5_K(w.data() + j * k, reinterpret_cast<BlockQ5_K*>(dst), k);
+      if (type == WType::kQ6_K)
+        quantize_row_q6_K(w.data() + j * k, reinterpret_cast<BlockQ6_K*>(dst), k);
+    }
+    return out;
+  }
   const int64_t nb = k / kQK;
   if (type == WType::kQ8_0) {
     out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ8_0));
@@ -108,10 +136,62 @@ Weights make_weights(WType type, const std::vector<float>& w, int64_t n, int64_t
   return out;
 }
 
+// Dequantized K-quant row j (for the error budget: d * sc * q and dmin * m are recovered from the
+// block fields directly below).
+double kquant_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, int64_t k,
+                      int* n_terms) {
+  const int64_t nsb = k / kQK_K;
+  std::vector<BlockQ8_K> xb(static_cast<size_t>(nsb));
+  quantize_row_q8_K(x, xb.data(), k);
+  const uint8_t* row = wt.bytes.data() + static_cast<size_t>(j * nsb) * kquant_block_bytes(type);
+  double s = 0;
+  for (int64_t b = 0; b < nsb; ++b) {
+    // Reuse the reference kernel for one super-block: y = (d_w d_x) isum - (dmin_w d_x) msum;
+    // the budget needs both terms' magnitudes, so compute them from the fields.
+    const uint8_t* blk = row + static_cast<size_t>(b) * kquant_block_bytes(type);
+    int64_t isum = 0, msum = 0;
+    float dw = 0, dmw = 0;
+    if (type == WType::kQ6_K) {
+      const BlockQ6_K& w = *reinterpret_cast<const BlockQ6_K*>(blk);
+      std::vector<float> deq(kQK_K);
+      dw = f16_to_f32(w.d);
+      for (int e = 0; e < kQK_K; ++e) {
+        const int h = e / 128, q4 = e % 128 / 32, l = e % 32;
+        const uint8_t lo = w.ql[64 * h + 32 * (q4 & 1) + l];
+        const int q = ((q4 < 2 ? lo & 15 : lo >> 4) | (((w.qh[32 * h + l] >> (2 * q4)) & 3) << 4));
+        isum += int64_t{w.scales[e / 16]} * (q - 32) * xb[b].qs[e];
+      }
+    } else {
+      const uint8_t* scales = blk + 4;
+      uint16_t d16, m16;
+      std::memcpy(&d16, blk, 2);
+      std::memcpy(&m16, blk + 2, 2);
+      dw = f16_to_f32(d16);
+      dmw = f16_to_f32(m16);
+      const uint8_t* qh = blk + 16;
+      const uint8_t* qs = blk + (type == WType::kQ5_K ? 48 : 16);
+      for (int e = 0; e < kQK_K; ++e) {
+        int sc, m;
+        kquant_scale_min(scales, e / 32, &sc, &m);
+        const uint8_t byte = qs[32 * (e / 64) + e % 32];
+        int q = e % 64 < 32 ? byte & 15 : byte >> 4;
+        if (type == WType::kQ5_K) q += 16 * ((qh[e % 32] >> (e / 32)) & 1);
+        isum += int64_t{sc} * q * xb[b].qs[e];
+        msum += int64_t{m} * xb[b].qs[e];
+      }
+    }
+    s += std::fabs(double{dw} * xb[b].d * static_cast<double>(isum)) +
+         std::fabs(double{dmw} * xb[b].d * static_cast<double>(msum));
+  }
+  *n_terms = static_cast<int>(2 * nsb);
+  return s;
+}
+
 // The error budget's S for one output: sum over blocks of |(d_w * d_x) * isum| (+ |m_w * s_x|),
 // from quant.h's activation blocks; and the number of summed terms.
 double block_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, int64_t k,
                      int* n_terms) {
+  if (is_kquant(type)) return kquant_abs_sum(type, wt, x, j, k, n_terms);
   const int64_t nb = k / kQK;
   double s = 0;
   if (type == WType::kQ4_1) {
@@ -217,8 +297,9 @@ void check_case(const Variant& var, WType type, const Case& c, std::mt19937& rng
 std::vector<Case> cases(WType type, std::mt19937& rng) {
   std::vector<Case> out;
   const bool block = type != WType::kI8;
+  const int64_t u = kunit(type);
   // Fixed tiny / odd shapes, then random ones.
-  const int64_t ks_block[] = {32, 64, 96, 160, 576};
+  const int64_t ks_block[] = {u, 2 * u, 3 * u, 5 * u, 18 * u / 8 * 8};
   const int64_t ks_i8[] = {1, 3, 4, 5, 31, 33, 100, 576};
   const int64_t ms[] = {1, 2, 3, 5, 9, 17, 33};
   const int64_t ns[] = {1, 3, 16, 17, 33, 100};
@@ -232,10 +313,10 @@ std::vector<Case> cases(WType type, std::mt19937& rng) {
   }
   for (int i = 0; i < 8; ++i) {
     const int64_t m = 1 + pick(rng) % 100, n = 1 + pick(rng) % 130;
-    const int64_t k = block ? kQK * (1 + pick(rng) % 24) : 1 + pick(rng) % 700;
+    const int64_t k = block ? u * (1 + pick(rng) % (u == kQK ? 24 : 4)) : 1 + pick(rng) % 700;
     out.push_back({m, n, k, pick(rng) % 9, pick(rng) % 9, pick(rng) % 2 == 0});
   }
-  out.push_back({100, 100, block ? 1536 : 1537, 0, 0, true});
+  out.push_back({100, 100, block ? 1536 : 1537, 0, 0, true});  // 1536 = 6 * 256
   return out;
 }
 
@@ -257,9 +338,10 @@ TEST_CASE("int matmul: threaded runs match the reference") {
     for (WType type : kIntTypes) {
       std::mt19937 rng(99 + static_cast<int>(type));
       const bool block = type != WType::kI8;
+      const int64_t u = kunit(type);
       const Case cs[] = {{1, 200, block ? 256 : 250, 0, 0, true},
-                         {70, 90, block ? 128 : 130, 3, 2, false},
-                         {300, 20, block ? 64 : 70, 0, 1, true}};
+                         {70, 90, block ? (u == kQK ? 128 : 512) : 130, 3, 2, false},
+                         {300, 20, block ? (u == kQK ? 64 : 256) : 70, 0, 1, true}};
       for (const Case& c : cs) check_case(var, type, c, rng, &pool);
     }
   }
@@ -271,11 +353,12 @@ TEST_CASE("int matmul: packed_bytes rejects block types with k % 32 != 0") {
       const MatmulKernel& kern = var.table.matmul[static_cast<int>(type)];
       CHECK(kern.packed_bytes(0, 64) == 0);
       CHECK(kern.packed_bytes(4, 0) == 0);
-      CHECK(kern.packed_bytes(3, 64) > 0);
+      CHECK(kern.packed_bytes(3, kunit(type) * 2) > 0);
       if (type == WType::kI8) {
         CHECK(kern.packed_bytes(3, 33) > 0);
       } else {
         CHECK(kern.packed_bytes(3, 48) == 0);
+        if (is_kquant(type)) CHECK(kern.packed_bytes(3, 576) == 0);  // 576 % 256 != 0
       }
     }
   }
@@ -284,7 +367,7 @@ TEST_CASE("int matmul: packed_bytes rejects block types with k % 32 != 0") {
 TEST_CASE("int matmul: run twice on the same packed weights gives identical output") {
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
-      const int64_t m = 7, n = 45, k = 192;
+      const int64_t m = 7, n = 45, k = is_kquant(type) ? 512 : 192;
       std::mt19937 rng(5);
       std::normal_distribution<float> dist(0.0f, 1.0f);
       std::vector<float> w(n * k), x(m * k);
@@ -308,7 +391,7 @@ TEST_CASE("int matmul: close to the f32 product of the dequantized weights (NMSE
   // The only approximation left is the activation quantization (8 bits per token or per block of
   // 32): for N(0, 1) data its NMSE is ~3e-5 (blocks) to ~7e-5 (per token); 5e-4 catches any
   // structural error (which gives NMSE ~1) with margin.
-  const int64_t m = 9, n = 70, k = 640;
+  const int64_t m = 9, n = 70, k = 768;
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> w(n * k), x(m * k), wd(n * k);
@@ -345,7 +428,7 @@ TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactl
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (int64_t target : kernel_hwy_targets()) {
     const char* name = kernel_target_name(target);
-    for (int64_t k : {32, 64, 96, 37, 1, 200, 1024}) {
+    for (int64_t k : {32, 64, 96, 37, 1, 200, 256, 1024}) {
       std::vector<float> x(k);
       for (float& v : x) v = dist(rng) * 5.0f;
       // Ties: a block (row) whose amax is 127 has d = 1 (i8: inv = 1), so x * id is x itself:
@@ -355,13 +438,27 @@ TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactl
         x[0] = 127.0f;
         for (int i = 0; i < 9; ++i) x[1 + i] = ties[i];
         if (k >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
+        if (k >= 1024) {
+          // q8_K: an all-zero super-block, and one whose largest magnitude occurs with both signs
+          // (the first one, negative, sets the scale's sign).
+          std::fill(x.begin() + 512, x.begin() + 768, 0.0f);
+          x[256] = -50.0f;
+          x[300] = 50.0f;
+        }
       } else {
         x[0] = -127.0f;
         if (k > 1) x[1] = 3.5f;
       }
       for (WType type : kIntTypes) {
-        if (type != WType::kI8 && k % kQK != 0) continue;
-        if (type == WType::kI8) {
+        if (type != WType::kI8 && k % kunit(type) != 0) continue;
+        if (is_kquant(type)) {
+          std::vector<BlockQ8_K> want(k / kQK_K), got(k / kQK_K);
+          quantize_row_q8_K(x.data(), want.data(), k);
+          const float r = hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
+          CHECK_MESSAGE(r == 0.0f, name, " ", std::string(wtype_name(type)), " sub-block sums");
+          CHECK_MESSAGE(std::memcmp(got.data(), want.data(), want.size() * sizeof(BlockQ8_K)) == 0,
+                        name, " q8_K k=", k);
+        } else if (type == WType::kI8) {
           // A row with amax 127: the i8 quantizer's inv is exactly 1 too.
           std::vector<int8_t> want(k), got(k);
           const float s_want = quantize_row_i8(x.data(), want.data(), k);
@@ -464,13 +561,32 @@ TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturat
   // Weights of -128 / 127 (possible in a file though quantize_row_* never writes -128) against
   // x quantized to +-127: pmaddubsw pair sums reach 2 * 128 * 127 = 32512, just below int16
   // saturation; every path must still equal the reference.
-  const int64_t m = 3, n = 37, k = 96;
-  std::vector<float> x(m * k);
-  for (int64_t i = 0; i < m * k; ++i) x[i] = (i % 3 == 0) ? -2.0f : 2.0f;
+  // K-quants: every quant at its largest (q4_K 15, q5_K 31, q6_K 63 and 0, i.e. -32), scales and
+  // mins at 63 (q6_K: -128 and 127), so the int32 sums reach their largest magnitudes.
+  const int64_t m = 3, n = 37;
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
+      const int64_t k = is_kquant(type) ? 512 : 96;
+      std::vector<float> x(m * k);
+      for (int64_t i = 0; i < m * k; ++i) x[i] = (i % 3 == 0) ? -2.0f : 2.0f;
       Weights wt;
-      if (type == WType::kI8) {
+      if (is_kquant(type)) {
+        std::vector<float> w(n * k, 1.0f);
+        wt = make_weights(type, w, n, k);
+        const size_t bs = kquant_block_bytes(type);
+        for (int64_t b = 0; b < n * k / kQK_K; ++b) {
+          uint8_t* blk = wt.bytes.data() + b * bs;
+          if (type == WType::kQ6_K) {
+            for (int i = 0; i < 192; ++i)
+              blk[i] = static_cast<uint8_t>((i + b) % 3 ? 0xff : 0x00);  // ql, qh: 63 or 0
+            for (int i = 0; i < 16; ++i)
+              blk[192 + i] = static_cast<uint8_t>((i + b) % 2 ? -128 : 127);
+          } else {
+            for (int i = 4; i < 16; ++i) blk[i] = 0xff;  // every scale and min 63
+            for (size_t i = 16; i < bs; ++i) blk[i] = static_cast<uint8_t>((i + b) % 3 ? 0xff : 0);
+          }
+        }
+      } else if (type == WType::kI8) {
         wt.bytes.resize(n * k);
         wt.scales.assign(n, 0.01f);
         for (int64_t i = 0; i < n * k; ++i)

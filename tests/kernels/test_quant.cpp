@@ -1,12 +1,17 @@
 // Number formats: half / bfloat16 conversions and the GGUF block quantizers.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
 #include "kernels/quant.h"
+#include "kernels/ref/ref.h"
 
 using namespace laya::kernels;
 
@@ -109,4 +114,216 @@ TEST_CASE("int8 row quantizer: symmetric, exact at the extremes, zero row") {
   std::vector<float> z(4, 0.0f);
   CHECK(quantize_row_i8(z.data(), q.data(), 4) == 1.0f);
   CHECK(q[0] == 0);
+}
+
+// ---- K-quants ------------------------------------------------------------------------------------
+
+namespace {
+
+// tests/fixtures/gguf/kquants-ggml.bin (layout: tools/reference/make_kquant_fixture.py), recorded
+// from ggml's own C functions.
+struct KquantFixture {
+  uint32_t n_rows = 0, k = 0, n_x = 0;
+  std::vector<float> w, x;
+  struct PerType {
+    std::vector<uint8_t> blocks;
+    std::vector<float> deq, dot;
+  } types[3];  // q4_K, q5_K, q6_K
+  std::vector<uint8_t> q8k;
+};
+
+const size_t kKBlockBytes[3] = {sizeof(BlockQ4_K), sizeof(BlockQ5_K), sizeof(BlockQ6_K)};
+
+KquantFixture load_kquant_fixture() {
+  const char* dir = std::getenv("LAYA_FIXTURES");
+  REQUIRE_MESSAGE(dir != nullptr, "LAYA_FIXTURES is not set (meson test sets it)");
+  const std::string path = std::string(dir) + "/gguf/kquants-ggml.bin";
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  REQUIRE_MESSAGE(f != nullptr, "cannot open ", path);
+  std::vector<uint8_t> bytes;
+  uint8_t buf[65536];
+  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    bytes.insert(bytes.end(), buf, buf + got);
+  std::fclose(f);
+  size_t at = 0;
+  auto take = [&](void* dst, size_t n) {
+    REQUIRE(at + n <= bytes.size());
+    std::memcpy(dst, bytes.data() + at, n);
+    at += n;
+  };
+  KquantFixture fx;
+  char magic[4];
+  uint32_t version;
+  take(magic, 4);
+  REQUIRE(std::memcmp(magic, "LKQF", 4) == 0);
+  take(&version, 4);
+  REQUIRE(version == 1);
+  take(&fx.n_rows, 4);
+  take(&fx.k, 4);
+  take(&fx.n_x, 4);
+  fx.w.resize(size_t{fx.n_rows} * fx.k);
+  fx.x.resize(size_t{fx.n_x} * fx.k);
+  take(fx.w.data(), fx.w.size() * 4);
+  take(fx.x.data(), fx.x.size() * 4);
+  for (int t = 0; t < 3; ++t) {
+    fx.types[t].blocks.resize(size_t{fx.n_rows} * fx.k / kQK_K * kKBlockBytes[t]);
+    fx.types[t].deq.resize(fx.w.size());
+    fx.types[t].dot.resize(size_t{fx.n_x} * fx.n_rows);
+    take(fx.types[t].blocks.data(), fx.types[t].blocks.size());
+    take(fx.types[t].deq.data(), fx.types[t].deq.size() * 4);
+    take(fx.types[t].dot.data(), fx.types[t].dot.size() * 4);
+  }
+  fx.q8k.resize(size_t{fx.n_x} * fx.k / kQK_K * sizeof(BlockQ8_K));
+  take(fx.q8k.data(), fx.q8k.size());
+  REQUIRE(at == bytes.size());
+  return fx;
+}
+
+void quantize_k(int t, const float* x, uint8_t* y, int64_t n) {
+  if (t == 0) quantize_row_q4_K(x, reinterpret_cast<BlockQ4_K*>(y), n);
+  if (t == 1) quantize_row_q5_K(x, reinterpret_cast<BlockQ5_K*>(y), n);
+  if (t == 2) quantize_row_q6_K(x, reinterpret_cast<BlockQ6_K*>(y), n);
+}
+void dequantize_k(int t, const uint8_t* x, float* y, int64_t n) {
+  if (t == 0) dequantize_row_q4_K(reinterpret_cast<const BlockQ4_K*>(x), y, n);
+  if (t == 1) dequantize_row_q5_K(reinterpret_cast<const BlockQ5_K*>(x), y, n);
+  if (t == 2) dequantize_row_q6_K(reinterpret_cast<const BlockQ6_K*>(x), y, n);
+}
+const std::string kKNames[3] = {"q4_K", "q5_K", "q6_K"};
+
+}  // namespace
+
+TEST_CASE("K-quants: dequantization equals ggml's bit for bit") {
+  const KquantFixture fx = load_kquant_fixture();
+  for (int t = 0; t < 3; ++t) {
+    std::vector<float> y(fx.w.size());
+    dequantize_k(t, fx.types[t].blocks.data(), y.data(), static_cast<int64_t>(y.size()));
+    CHECK_MESSAGE(std::memcmp(y.data(), fx.types[t].deq.data(), y.size() * 4) == 0, kKNames[t]);
+  }
+  // Every bit pattern of a super-block decodes like a hand-written reading of the layout: random
+  // bytes, f16 scales kept finite.
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int t = 0; t < 3; ++t) {
+    std::vector<uint8_t> blk(kKBlockBytes[t]);
+    for (uint8_t& v : blk) v = static_cast<uint8_t>(byte(rng));
+    const size_t d_at = t == 2 ? 208 : 0;
+    const uint16_t one = 0x3c00, half = 0x3800;  // f16 1.0 and 0.5
+    std::memcpy(blk.data() + d_at, &one, 2);
+    if (t < 2) std::memcpy(blk.data() + 2, &half, 2);
+    std::vector<float> y(kQK_K);
+    dequantize_k(t, blk.data(), y.data(), kQK_K);
+    for (int e = 0; e < kQK_K; ++e) {
+      float want;
+      if (t == 2) {  // ql[128] qh[64] scales[16]: 6-bit q - 32, int8 scale per 16
+        const int h = e / 128, s = e % 128 / 32, l = e % 32;
+        const int lo = blk[64 * h + 32 * (s % 2) + l];
+        const int q = ((s < 2 ? lo : lo >> 4) & 15) | ((blk[128 + 32 * h + l] >> (2 * s)) & 3) << 4;
+        want =
+            static_cast<float>(static_cast<int8_t>(blk[192 + e / 16])) * static_cast<float>(q - 32);
+      } else {
+        const int j = e / 32;
+        const uint8_t* sc = blk.data() + 4;
+        const int s6 = j < 4 ? sc[j] & 63 : (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+        const int m6 = j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+        const uint8_t* qs = blk.data() + (t == 1 ? 48 : 16);
+        int q = (qs[32 * (e / 64) + e % 32] >> (e % 64 < 32 ? 0 : 4)) & 15;
+        if (t == 1) q += ((blk[16 + e % 32] >> j) & 1) * 16;
+        want = static_cast<float>(s6) * static_cast<float>(q) - 0.5f * static_cast<float>(m6);
+      }
+      REQUIRE_MESSAGE(y[e] == want, kKNames[t], " element ", e);
+    }
+  }
+}
+
+TEST_CASE("K-quants: quantizers produce ggml's reference bytes") {
+  const KquantFixture fx = load_kquant_fixture();
+  for (int t = 0; t < 3; ++t) {
+    const size_t row_bytes = fx.k / kQK_K * kKBlockBytes[t];
+    for (uint32_t r = 0; r < fx.n_rows; ++r) {
+      std::vector<uint8_t> got(row_bytes);
+      quantize_k(t, fx.w.data() + size_t{r} * fx.k, got.data(), fx.k);
+      CHECK_MESSAGE(
+          std::memcmp(got.data(), fx.types[t].blocks.data() + r * row_bytes, row_bytes) == 0,
+          kKNames[t], " row ", r);
+    }
+  }
+}
+
+TEST_CASE("K-quants: q8_K activation quantizer equals ggml's bit for bit") {
+  const KquantFixture fx = load_kquant_fixture();
+  std::vector<BlockQ8_K> got(fx.x.size() / kQK_K);
+  quantize_row_q8_K(fx.x.data(), got.data(), static_cast<int64_t>(fx.x.size()));
+  CHECK(std::memcmp(got.data(), fx.q8k.data(), fx.q8k.size()) == 0);
+}
+
+TEST_CASE("K-quants: round trip error within the format's resolution") {
+  // Gaussian rows: the NMSE of quantize -> dequantize is ~3e-3 (q4_K), ~8e-4 (q5_K) and ~2e-4
+  // (q6_K) for ggml's quantizers; a broken layout or fit gives O(1).
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const int64_t n = 16 * kQK_K;
+  std::vector<float> x(n), y(n);
+  for (float& v : x) v = dist(rng);
+  const double limit[3] = {6e-3, 1.6e-3, 4e-4};
+  for (int t = 0; t < 3; ++t) {
+    std::vector<uint8_t> q(n / kQK_K * kKBlockBytes[t]);
+    quantize_k(t, x.data(), q.data(), n);
+    dequantize_k(t, q.data(), y.data(), n);
+    double err = 0, ref = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      err += (double{x[i]} - y[i]) * (double{x[i]} - y[i]);
+      ref += double{x[i]} * x[i];
+    }
+    INFO(kKNames[t], " NMSE ", err / ref);
+    CHECK(err / ref < limit[t]);
+    CHECK(err / ref > limit[t] / 20);  // really quantized to that many bits
+  }
+  // Zeros stay zeros.
+  std::vector<float> z(kQK_K, 0.0f), out(kQK_K, 1.0f);
+  for (int t = 0; t < 3; ++t) {
+    std::vector<uint8_t> q(kKBlockBytes[t]);
+    quantize_k(t, z.data(), q.data(), kQK_K);
+    dequantize_k(t, q.data(), out.data(), kQK_K);
+    CHECK(std::count(out.begin(), out.end(), 0.0f) == kQK_K);
+  }
+}
+
+TEST_CASE("K-quants: reference matmul equals ggml's vec_dot up to f32 summation order") {
+  // Both sides sum the same per-super-block terms (d_w d_x) isum and (dmin_w d_x) msum with exact
+  // int32 isum / msum, in different f32 orders: |ours - ggml| <= 2 * n_terms * 2^-24 * S, where
+  // S <= sum_e (|d sc q| + |dmin m|) * |d_x qx| <= sum_e (|w_e| + 2 |dmin m|) * 1.01 |x_e|.
+  const KquantFixture fx = load_kquant_fixture();
+  const WType wt[3] = {WType::kQ4_K, WType::kQ5_K, WType::kQ6_K};
+  for (int t = 0; t < 3; ++t) {
+    const MatmulKernel kern = ref::matmul_kernel(wt[t]);
+    const int64_t n = fx.n_rows, k = fx.k, m = fx.n_x;
+    std::vector<uint8_t> packed(kern.packed_bytes(n, k));
+    kern.pack(fx.types[t].blocks.data(), nullptr, n, k, packed.data());
+    std::vector<uint8_t> scratch(kern.scratch_bytes(m, n, k, 1));
+    std::vector<float> y(static_cast<size_t>(m * n));
+    kern.run(packed.data(), fx.x.data(), k, y.data(), n, nullptr, m, n, k, scratch.data(), nullptr);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t r = 0; r < n; ++r) {
+        double s = 0;
+        for (int64_t e = 0; e < k; ++e) {
+          double mins = 0;
+          if (t < 2) {
+            const uint8_t* blk = fx.types[t].blocks.data() + (r * k + e) / kQK_K * kKBlockBytes[t];
+            uint16_t dmin;
+            std::memcpy(&dmin, blk + 2, 2);
+            int sc, mn;
+            kquant_scale_min(blk + 4, static_cast<int>(e % kQK_K / 32), &sc, &mn);
+            mins = std::fabs(double{f16_to_f32(dmin)} * mn);
+          }
+          s += (std::fabs(fx.types[t].deq[r * k + e]) + 2 * mins) * 1.01 *
+               std::fabs(fx.x[i * k + e]);
+        }
+        const double tol = 2.0 * 4 * std::ldexp(1.0, -24) * s + 1e-30;
+        const float got = y[i * n + r], want = fx.types[t].dot[i * n + r];
+        CHECK_MESSAGE(std::fabs(double{got} - want) <= tol, kKNames[t], " x ", i, " row ", r, ": ",
+                      got, " vs ggml ", want);
+      }
+    }
+  }
 }
