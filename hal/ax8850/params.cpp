@@ -151,6 +151,14 @@ Status params_set(Params* p, const std::string& key, const std::string& value) {
     *p = q;
     return Status::ok();
   }
+  bool known = key == "ocm_kib";
+  for (const IntField& f : kInts) known = known || key == f.name;
+  for (const DoubleField& f : kDoubles) known = known || key == f.name;
+  if (!known)
+    return status_error(StatusCode::kInvalidArgument,
+                        "ax8850: unknown option '%s' (have: vnpu, host, chip, ocm_kib and the "
+                        "fields of hal/ax8850/params.h)",
+                        key.c_str());
   double v = 0;
   if (!parse_double(value, &v))
     return status_error(StatusCode::kInvalidArgument, "ax8850: %s=%s is not a number", key.c_str(),
@@ -179,7 +187,7 @@ Status params_set(Params* p, const std::string& key, const std::string& value) {
       p->*f.field = v;
       return Status::ok();
     }
-  return status_error(StatusCode::kInvalidArgument, "ax8850: unknown option '%s'", key.c_str());
+  return Status::ok();
 }
 
 std::string params_describe(const Params& p) {

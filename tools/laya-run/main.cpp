@@ -184,14 +184,17 @@ std::vector<std::string> split_list(const std::string& s) {
 std::string session_options(const Args& a, runtime::SessionOptions* so) {
   so->backends = split_list(opt(a, "backends", "cpu"));
   if (so->backends.empty()) return "--backends needs at least one name";
-  so->backend.kernels = opt(a, "kernels", "auto");
+  const std::string k = opt(a, "kernels", "auto");
   std::string known = "auto, ref";
-  bool kernels_ok = so->backend.kernels == "auto" || so->backend.kernels == "ref";
+  bool kernels_ok = k == "auto" || k == "ref";
   for (int64_t t : kernels::kernel_hwy_targets()) {
-    kernels_ok = kernels_ok || so->backend.kernels == kernels::kernel_target_name(t);
+    kernels_ok = kernels_ok || k == kernels::kernel_target_name(t);
     known += std::string(", ") + kernels::kernel_target_name(t);
   }
-  if (!kernels_ok) return "--kernels " + so->backend.kernels + " is not one of: " + known;
+  if (!kernels_ok) return "--kernels " + k + " is not one of: " + known;
+  hal::BackendOptions cpu;
+  cpu.settings = {{"kernels", k}};
+  so->backend_options.emplace_back("cpu", cpu);
   int64_t threads = 0;
   if (!parse_int(opt(a, "threads", "0"), &threads) || threads < 0 || threads > 1024)
     return "--threads must be a number >= 0";
@@ -199,7 +202,10 @@ std::string session_options(const Args& a, runtime::SessionOptions* so) {
   return "";
 }
 
-std::string kernels_label(const std::string& k) {
+std::string kernels_label(const runtime::SessionOptions& so) {
+  std::string k = "auto";
+  for (const auto& [name, o] : so.backend_options)
+    if (name == "cpu") k = o.get("kernels", "auto");
   if (k != "auto") return k;
   return std::string("auto = ") +
          kernels::kernel_target_name(kernels::kernel_hwy_targets().front());
@@ -300,7 +306,7 @@ int cmd_inspect(int argc, char** argv) {
   Result<std::unique_ptr<runtime::Session>> s = runtime::Session::prepare(*g, so);
   if (!s.is_ok()) return fail(s.status());
   const runtime::Session& sess = **s;
-  std::printf("placement (kernels %s):\n", kernels_label(so.backend.kernels).c_str());
+  std::printf("placement (kernels %s):\n", kernels_label(so).c_str());
   for (size_t e = 0; e < sess.executables().size(); ++e) {
     const runtime::ExecutableInfo& x = sess.executables()[e];
     std::printf("  executable %zu on %s: nodes %u..%u (%zu)\n", e, x.backend.c_str(),
@@ -459,7 +465,7 @@ int cmd_run(int argc, char** argv) {
   std::printf("model: %s (load %.1f ms, prepare %.1f ms, pack %.1f ms)\n", path.c_str(), load_ms,
               prepare_ms, bind_ms);
   std::printf("backends: %s; kernels: %s\n", opt(a, "backends", "cpu").c_str(),
-              kernels_label(so.backend.kernels).c_str());
+              kernels_label(so).c_str());
   std::string dims;
   for (size_t i = 0; i < sym.size(); ++i)
     dims += (dims.empty() ? "" : " ") + g.symbols[i].name + "=" + std::to_string(sym[i]);
