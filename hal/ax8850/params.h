@@ -73,20 +73,20 @@ struct Params {
 
   // ---- fitted (tools/ax8850-fit) ----
   // Fraction of the peak MAC rate reached on aligned tiles.
-  double mac_efficiency = 0.23;
+  double mac_efficiency = 0.237;
   // Elementwise throughput of the three TENG units together, in 1e9 elements per second (one pass
   // over an op's output elements; softmax scores of attention count once).
-  double vector_gelems = 18.5;
+  double vector_gelems = 21.1;
   // Fraction of the DRAM peak the SDMA units sustain.
-  double dram_efficiency = 0.71;
+  double dram_efficiency = 0.706;
   // Fixed cost of one op inside an NPU call (descriptor setup, pipeline fill).
-  double op_overhead_us = 13.5;
+  double op_overhead_us = 10.6;
   // Fixed cost of one NPU call on the chip (runtime entry, command submission, cache maintenance,
   // completion). A PCIe card adds pcie_round_trip_us and the link transfers.
-  double call_overhead_us = 180.0;
+  double call_overhead_us = 177.0;
   // Not a device cost: the fixed per-request time of the vendor's LLM runner (ax-llm) inside its
   // published TTFTs, charged only when modelling that runner (docs/ax8850.md explains the fit).
-  double runner_ttft_ms = 37.0;
+  double runner_ttft_ms = 43.7;
 
   // Derived rates.
   int groups_in_mode() const;                        // vNPU groups the mode exposes (1, 3 or 2)
