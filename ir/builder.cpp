@@ -1,5 +1,6 @@
 #include "ir/builder.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -110,16 +111,21 @@ ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& 
   return add_weight(name, dtype, shape, bytes, nbytes, std::move(quant));
 }
 
-ValueId GraphBuilder::weight_external(const std::string& name, DType dtype, const Shape& shape,
-                                      const void* data, uint64_t nbytes,
-                                      std::shared_ptr<const void> owner, Quant quant) {
+ValueId GraphBuilder::weight_ref(const std::string& name, DType dtype, const Shape& shape,
+                                 const void* data, uint64_t nbytes,
+                                 std::shared_ptr<const void> owner, Quant quant) {
   if (!check_weight(name, dtype, shape, data, nbytes)) return kNoValue;
-  if (nbytes > 0 && reinterpret_cast<uintptr_t>(data) % 64 != 0) {
-    fail(status_error(StatusCode::kInvalidArgument, "weight '%s': data is not 64-byte aligned",
-                      name.c_str()));
+  const DTypeInfo& info = dtype_info(dtype);
+  const uintptr_t align = info.kind == DTypeKind::kBlock ? 2 : info.block_bytes;
+  if (nbytes > 0 && reinterpret_cast<uintptr_t>(data) % align != 0) {
+    fail(status_error(StatusCode::kInvalidArgument,
+                      "weight '%s': data %p is not aligned to %u bytes", name.c_str(), data,
+                      static_cast<unsigned>(align)));
     return kNoValue;
   }
-  if (owner) graph_.keepalive.push_back(std::move(owner));
+  if (owner != nullptr &&
+      std::find(graph_.keepalive.begin(), graph_.keepalive.end(), owner) == graph_.keepalive.end())
+    graph_.keepalive.push_back(std::move(owner));
   return add_weight(name, dtype, shape, static_cast<const uint8_t*>(data), nbytes,
                     std::move(quant));
 }

@@ -35,13 +35,13 @@ class GraphBuilder {
   // must equal the shape's element count in `dtype` (checked).
   ValueId weight(const std::string& name, DType dtype, const Shape& shape, const void* data,
                  uint64_t nbytes, Quant quant = {});
-  // A constant whose bytes are not copied: `data` (64-byte aligned, `nbytes` long) must stay valid
-  // while `owner` lives, and the graph keeps `owner` (nullable when `data` outlives the graph by
-  // other means). For weights made in place (random-weight presets) or shared (one zero mapping
-  // behind every weight of a shape-only graph).
-  ValueId weight_external(const std::string& name, DType dtype, const Shape& shape,
-                          const void* data, uint64_t nbytes, std::shared_ptr<const void> owner,
-                          Quant quant = {});
+  // A constant whose bytes are NOT copied: `data` (aligned to the dtype's element size, else
+  // kInvalidArgument) is referenced as it is and must stay valid and unchanged while the graph or
+  // any copy of it lives, which `owner` guarantees (kept once in Graph::keepalive; nullable when
+  // `data` outlives the graph by other means). Same size checks as weight(). For weights made in
+  // place (random-weight presets) or shared (one zero mapping behind a shape-only graph).
+  ValueId weight_ref(const std::string& name, DType dtype, const Shape& shape, const void* data,
+                     uint64_t nbytes, std::shared_ptr<const void> owner, Quant quant = {});
 
   // A node with the given inputs and attributes; returns its outputs (named `name`, or
   // "<op>_<node>" / "<name>.<i>" for several). An absent optional input is kNoValue: trailing ones

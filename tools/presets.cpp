@@ -79,8 +79,8 @@ class Maker {
         p[i] = static_cast<uint8_t>(static_cast<int8_t>(v));
       }
     });
-    return b.weight_external(name, DType::kI8, Shape::fixed({rows, cols}), data, bytes, owner_,
-                             std::move(q));
+    return b.weight_ref(name, DType::kI8, Shape::fixed({rows, cols}), data, bytes, owner_,
+                        std::move(q));
   }
 
   // f32 [n] uniform in [lo, hi].
@@ -90,7 +90,7 @@ class Maker {
       float* f = reinterpret_cast<float*>(p);
       for (int64_t i = 0; i < n; ++i) f[i] = rng_.uniform(lo, hi);
     });
-    return b.weight_external(name, DType::kF32, Shape::fixed({n}), data, bytes, owner_);
+    return b.weight_ref(name, DType::kF32, Shape::fixed({n}), data, bytes, owner_);
   }
   ValueId gamma(const std::string& name, int64_t d) { return f32(name, d, 0.8f, 1.2f); }
   ValueId bias(const std::string& name, int64_t d) { return f32(name, d, -0.05f, 0.05f); }
