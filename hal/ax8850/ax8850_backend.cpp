@@ -126,7 +126,6 @@ class Ax8850Executable final : public Executable {
   std::vector<ir::ValueId> outputs;          // copied back to the host (PCIe)
   std::vector<std::vector<double>> step_ms;  // per bucket, per step: modelled
   std::vector<double> call_ms;               // per bucket
-  std::vector<uint64_t> h2d, d2h;            // per bucket: link bytes (device units)
   bool bf16 = true;
   bool pcie = false;
   bool precompiled = false;
@@ -377,12 +376,12 @@ Result<std::unique_ptr<Executable>> Ax8850Backend::prepare(const Subgraph& sg,
   auto on_this_backend = [&](ir::NodeId node) {
     return !sg.same_backend.empty() && node < sg.same_backend.size() && sg.same_backend[node];
   };
-  std::vector<uint8_t> to_host(nv, 0);
+  std::vector<uint8_t> in_sub(nn, 0), to_host(nv, 0);
+  for (ir::NodeId id : sg.nodes) in_sub[id] = 1;
   for (ir::NodeId id = 0; id < nn; ++id)
-    for (ir::ValueId v : g.nodes[id].inputs)
-      if (v != ir::kNoValue && produced[v] && !on_this_backend(id) &&
-          std::find(sg.nodes.begin(), sg.nodes.end(), id) == sg.nodes.end())
-        to_host[v] = 1;
+    if (!in_sub[id] && !on_this_backend(id))
+      for (ir::ValueId v : g.nodes[id].inputs)
+        if (v != ir::kNoValue && produced[v]) to_host[v] = 1;
   for (ir::ValueId v : g.outputs)
     if (produced[v]) to_host[v] = 1;
   e->place.assign(nv, Place{});
@@ -422,8 +421,6 @@ Result<std::unique_ptr<Executable>> Ax8850Backend::prepare(const Subgraph& sg,
     for (const StepTiming& st : ct.steps) ms.push_back(st.cost.modelled_ms);
     e->step_ms.push_back(std::move(ms));
     e->call_ms.push_back(ct.total_ms);
-    e->h2d.push_back(ct.h2d_bytes);
-    e->d2h.push_back(ct.d2h_bytes);
   }
   return std::unique_ptr<Executable>(std::move(e));
 }
@@ -531,7 +528,9 @@ Status Ax8850Backend::reshape(Executable& exe, const TensorBinding* values, int 
         break;
     }
   }
-  e.reshaped_scratch_ = std::max(round_up(scratch, 64), e.needs_.scratch_bytes - e.kernel_scratch);
+  // The bf16 input copies sit after the largest kernel scratch: with them, all of it is in use.
+  e.reshaped_scratch_ =
+      e.needs_.scratch_bytes > e.kernel_scratch ? e.needs_.scratch_bytes : round_up(scratch, 64);
   return Status::ok();
 }
 
