@@ -31,7 +31,7 @@ struct DecoderCfg {
 
 const EncoderCfg kEnglish{50368, 1024, 2624, 512, 28, 16};
 const EncoderCfg kMultilingual{256000, 768, 1152, 1024, 22, 12, 3, 64, 160000.0f, 160000.0f};
-const DecoderCfg kQwen{151936, 896, 4864, 4096, 24, 14, 2, 1e6f, 1e-6f, true, true};
+const DecoderCfg kQwen{151936, 896, 4864, 2048, 24, 14, 2, 1e6f, 1e-6f, true, true};
 const DecoderCfg kTinyLlama{32000, 2048, 5632, 2048, 22, 32, 4, 10000.0f, 1e-5f, false, false};
 
 // splitmix64: fast, portable, good enough for random weights.

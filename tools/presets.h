@@ -20,7 +20,8 @@
 // the two pre-norm head layers (LayerNorm with bias, ReLU FFN 4d, biases) -> output "head_hidden"
 // [1, tokens, D]. The marker gather, scorer and act head need ops the importer adds (a row gather
 // over activations); they run on R * K rows and are negligible next to the encoder.
-// Decoder presets are tools/tiny_models.h's decoder at the real configuration.
+// Decoder presets are Llama-shaped decoders at the real configuration, sequences up to 2048 tokens
+// (the context ax-llm compiles them for; the AX8850's attention length rule allows it).
 #pragma once
 
 #include <cstdint>
