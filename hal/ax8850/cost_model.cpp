@@ -175,7 +175,7 @@ Result<CallTiming> model_call(const Params& p, const ir::Graph& g, std::span<con
   const int ng = static_cast<int>(sizes.size());
   const size_t nv = g.values.size(), nn = g.nodes.size();
   std::vector<uint8_t> in_call(nn, 0);
-  std::vector<int> parts_left(nn, 0);
+  std::vector<int> parts_left(nn, 0), parts_total(nn, 0);
   for (const Step& s : steps) {
     if (s.node >= nn)
       return status_error(StatusCode::kInvalidArgument, "ax8850 call: node %u out of range",
@@ -197,6 +197,7 @@ Result<CallTiming> model_call(const Params& p, const ir::Graph& g, std::span<con
     }
     in_call[s.node] = 1;
     ++parts_left[s.node];
+    ++parts_total[s.node];
   }
   auto device_node = [&](ir::NodeId id) {
     return on_device.empty() ? in_call[id] != 0 : (id < on_device.size() && on_device[id] != 0);
@@ -255,6 +256,8 @@ Result<CallTiming> model_call(const Params& p, const ir::Graph& g, std::span<con
           break;
         }
     }
+    // The parts of a split node start together and share the bandwidth from the start.
+    if (!s.part.whole()) concurrent = std::max(concurrent, parts_total[s.node] - 1);
     OpContext ctx;
     ctx.resource_groups = sizes[gi];
     ctx.bw_share = 1.0 / (1.0 + concurrent);

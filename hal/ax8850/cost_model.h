@@ -14,8 +14,9 @@
 // One NPU call = call overhead (chip: call_overhead; PCIe card: + round trip + the inputs and
 // outputs over the link) + the makespan of its steps on the groups of the vNPU mode. Steps run in
 // the given order; a step waits for its inputs and its group; a step without a group takes the
-// group that is free first. Parts of a split node run on their own groups and merge through DRAM
-// with a group barrier (group_sync_us). Concurrent steps share the DRAM bandwidth.
+// group that is free first. Parts of a split node run on their own groups, start together and
+// merge through DRAM with a group barrier (group_sync_us). Concurrent steps share the DRAM
+// bandwidth equally (a step's share is fixed when it starts).
 //
 // Activation bytes: 2 (bf16) in both activation modes; i32 index inputs 4.
 #pragma once
