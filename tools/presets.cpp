@@ -174,7 +174,8 @@ Result<ir::Graph> make_laya(EncoderCfg c, const PresetOverrides& o, uint64_t see
   const ValueId pos = b.input("pos", DType::kI32, row, ir::InputRole::kPositions);
   const ValueId seq = b.input("seq", DType::kI32, row);
   const ValueId qtype = b.input("qtype", DType::kI32, row);
-  (void)seq;  // TODO(#9): attention's q_seq / k_seq inputs once the IR has them (branch spine)
+  // Keys visible within the token's own row (seq), windows over per-row positions.
+  const ir::GraphBuilder::AttentionIds packed{pos, pos, seq, seq};
 
   ValueId x = b.embedding(m.s8("tok_emb", c.vocab, d, 1.0f), ids, "embed");
   x = b.layernorm(x, m.gamma("emb_norm.gamma", d), ir::kNoValue, 1e-5f, "emb_norm");
@@ -198,8 +199,8 @@ Result<ir::Graph> make_laya(EncoderCfg c, const PresetOverrides& o, uint64_t see
     const auto hd32 = static_cast<int32_t>(hd);
     const ValueId q = b.rope(parts[0], pos, hd32, theta, ir::RopeMode::kNeox, 0, p + "rope_q");
     const ValueId k = b.rope(parts[1], pos, hd32, theta, ir::RopeMode::kNeox, 0, p + "rope_k");
-    const ValueId att =
-        b.attention(q, k, parts[2], ir::kNoValue, attrs(global ? -1 : c.window), p + "attn");
+    const ValueId att = b.attention(q, k, parts[2], ir::kNoValue, packed,
+                                    attrs(global ? -1 : c.window), p + "attn");
     x = b.add(x, b.matmul(att, m.matrix(p + "wo", d, d), ir::kNoValue, p + "attn_out"),
               p + "attn_res");
     h = b.layernorm(x, m.gamma(p + "mlp_norm.gamma", d), ir::kNoValue, 1e-5f, p + "mlp_norm");
@@ -218,7 +219,8 @@ Result<ir::Graph> make_laya(EncoderCfg c, const PresetOverrides& o, uint64_t see
                  p + "in_proj");
     const std::vector<ValueId> qkv = b.split(h, {d, d, d}, p + "split");
     if (qkv.size() != 3) return std::move(b).finish();
-    const ValueId att = b.attention(qkv[0], qkv[1], qkv[2], ir::kNoValue, attrs(-1), p + "attn");
+    const ValueId att =
+        b.attention(qkv[0], qkv[1], qkv[2], ir::kNoValue, packed, attrs(-1), p + "attn");
     x = b.add(x,
               b.matmul(att, m.matrix(p + "out_proj", d, d), m.bias(p + "out_proj.bias", d),
                        p + "out_proj"),

@@ -16,7 +16,8 @@
 // makes the same bytes.
 //
 // Laya graphs follow the graph contract (specs/laya-graph-contract.md) as far as the IR's ops go:
-// inputs ids / pos / seq / qtype [1, tokens], packed rows, encoder, final norm, type embedding,
+// inputs ids / pos / seq / qtype [1, tokens], packed rows (attention sees keys of the token's own
+// row, windows over per-row positions), encoder, final norm, type embedding,
 // the two pre-norm head layers (LayerNorm with bias, ReLU FFN 4d, biases) -> output "head_hidden"
 // [1, tokens, D]. The marker gather, scorer and act head need ops the importer adds (a row gather
 // over activations); they run on R * K rows and are negligible next to the encoder.

@@ -506,14 +506,16 @@ Status Ax8850Backend::reshape(Executable& exe, const TensorBinding* values, int 
         const ir::Extents &q = x, &k = values[s.in[1]].extents;
         kernels::AttentionArgs& a = s.att;
         const int64_t qw = q.d[2], kw = k.d[2];
+        const int64_t kb = k.d[0] == q.d[0] ? 1 : 0;  // keys of batch 1 are shared by every row
         a.batch = q.d[0];
         a.q_len = q.d[1];
         a.kv_len = k.d[1];
         a.q_row_stride = a.out_row_stride = qw;
         a.q_batch_stride = a.out_batch_stride = q.d[1] * qw;
         a.k_row_stride = a.v_row_stride = kw;
-        a.k_batch_stride = a.v_batch_stride = k.d[1] * kw;
-        a.mask_batch_stride = k.d[1];
+        a.k_batch_stride = a.v_batch_stride = kb * k.d[1] * kw;
+        a.mask_batch_stride = a.k_pos_batch_stride = a.k_seq_batch_stride = kb * k.d[1];
+        a.q_pos_batch_stride = a.q_seq_batch_stride = q.d[1];
         a.n_heads = s.attrs.n_heads;
         a.n_kv_heads = s.attrs.n_kv_heads;
         a.head_dim = s.attrs.head_dim;
@@ -601,7 +603,12 @@ Status Ax8850Backend::run_step(const Ax8850Executable& e, const ExeStep& s,
       a.q = f32(in(0));
       a.k = f32(in(1));
       a.v = f32(in(2));
-      a.key_mask = in(3) == ir::kNoValue ? nullptr : i32(in(3));
+      auto opt_i32 = [&](size_t i) { return in(i) == ir::kNoValue ? nullptr : i32(in(i)); };
+      a.key_mask = opt_i32(3);
+      a.q_pos = opt_i32(4);
+      a.k_pos = opt_i32(5);
+      a.q_seq = opt_i32(6);
+      a.k_seq = opt_i32(7);
       a.out = f32(s.outs[0]);
       const bool whole = s.part.begin == 0 && s.part.end == 0;
       ref_.attention(a, whole ? 0 : static_cast<int32_t>(s.part.begin),

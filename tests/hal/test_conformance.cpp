@@ -249,6 +249,44 @@ std::vector<Case> cases() {
            return finish(std::move(b));
          },
          1e-11});
+  // Packed rows: per-token positions and sequence ids (a window over positions), and keys of batch
+  // 1 shared by both batch rows (a KV cache of cells, some empty: k_seq < 0).
+  out.push_back(
+      {"attention.packed_rows",
+       [] {
+         ir::GraphBuilder b;
+         const ValueId q = b.input("q", DType::kF32, s3(1, 13, 256));
+         const ValueId k = b.input("k", DType::kF32, s3(1, 13, 256));
+         const ValueId v = b.input("v", DType::kF32, s3(1, 13, 256));
+         const ValueId pos = b.input("pos", DType::kI32, Shape::fixed({1, 13}));
+         const ValueId seq = b.input("seq", DType::kI32, Shape::fixed({1, 13}));
+         ir::Attrs at;
+         at.n_heads = at.n_kv_heads = 4;
+         at.head_dim = 64;
+         at.window = 2;
+         b.output(b.attention(q, k, v, ir::kNoValue, {pos, pos, seq, seq}, at, "op"), "y");
+         return finish(std::move(b));
+       },
+       1e-11});
+  out.push_back({"attention.shared_cells",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId q = b.input("q", DType::kF32, s3(2, 3, 256));
+                   const ValueId k = b.input("k", DType::kF32, s3(1, 16, 128));
+                   const ValueId v = b.input("v", DType::kF32, s3(1, 16, 128));
+                   const ValueId qp = b.input("q_pos", DType::kI32, Shape::fixed({2, 3}));
+                   const ValueId kp = b.input("k_pos", DType::kI32, Shape::fixed({1, 16}));
+                   const ValueId qs = b.input("q_seq", DType::kI32, Shape::fixed({2, 3}));
+                   const ValueId ks = b.input("k_seq", DType::kI32, Shape::fixed({1, 16}));
+                   ir::Attrs at;
+                   at.n_heads = 4;
+                   at.n_kv_heads = 2;
+                   at.head_dim = 64;
+                   at.mask = ir::MaskKind::kCausal;
+                   b.output(b.attention(q, k, v, ir::kNoValue, {qp, kp, qs, ks}, at, "op"), "y");
+                   return finish(std::move(b));
+                 },
+                 1e-11});
   // activations, softmax, glu, split.
   auto unary = [&](const std::string& name, std::function<ValueId(ir::GraphBuilder&, ValueId)> f,
                    int64_t width = 72) {
@@ -331,7 +369,12 @@ std::vector<std::vector<uint8_t>> make_inputs(const ir::Graph& g,
     for (int64_t i = 0; i < n; ++i)
       p[i] = v.role == ir::InputRole::kTokenIds  ? static_cast<int32_t>(r() % 50)
              : v.role == ir::InputRole::kKeyMask ? static_cast<int32_t>((i * 7) % 5 != 0)
-                                                 : static_cast<int32_t>(i % row + 3);
+             : v.name == "seq"                   ? static_cast<int32_t>(i * 3 / n)  // 3 rows
+             : v.name == "q_seq"                 ? static_cast<int32_t>(i / 3)      // per batch row
+             : v.name == "k_seq" ? static_cast<int32_t>(i % 5 == 4 ? -1 : i % 2)    // empty cells
+             : v.name == "q_pos" ? static_cast<int32_t>(5 + i % 3)
+             : v.name == "k_pos" ? static_cast<int32_t>(i / 2)
+                                 : static_cast<int32_t>(i % row + 3);
   }
   return in;
 }
