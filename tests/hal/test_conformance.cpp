@@ -12,7 +12,8 @@
 //  - Capabilities::weight_dtypes is held to its word: a listed dtype runs at least one matmul
 //    case, an unlisted one is refused in every case.
 // Configurations: cpu (best Highway target), null, ax8850 (bf16), ax8850 (f32 reference mode),
-// ax8850 std with attention heads and matmul columns split over its three groups.
+// ax8850 std with attention heads and matmul columns split over its three groups. Every op of
+// ir/ops.inc needs at least one case (a test fails when an op is added without one).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -503,6 +504,19 @@ std::vector<std::pair<std::string, std::string>> exclusions(const std::string& b
 
 bool has_prefix(const std::string& s, const std::string& p) {
   return p == "*" || s.rfind(p, 0) == 0;
+}
+
+TEST_CASE("HAL conformance: every op of ir/ops.inc has a case") {
+  std::vector<int> covered(static_cast<size_t>(ir::Op::kCount), 0);
+  for (const Case& k : cases()) {
+    const ir::Graph g = k.build();
+    ++covered[static_cast<size_t>(g.nodes[0].op)];
+  }
+  for (size_t op = 0; op < covered.size(); ++op)
+    CHECK_MESSAGE(covered[op] > 0,
+                  "no conformance case for op '"
+                      << ir::op_name(static_cast<ir::Op>(op))
+                      << "': add one to cases() in tests/hal/test_conformance.cpp");
 }
 
 TEST_CASE("HAL conformance: every op case on every registered backend") {
