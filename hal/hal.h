@@ -7,18 +7,25 @@
 //
 // Lifecycle of one subgraph on one backend (the session drives it; see runtime/session.h):
 //   supports(node)   per node, at prepare: ok, or kUnsupported with the reason the scheduler records
-//   prepare(sg)      validate, choose kernels, size memory                  -> Executable (small, heap)
-//   load(exe, mem)   pack weights into caller-owned persistent memory (still the prepare phase)
-//   reshape(exe, v)  new concrete shapes: per-shape decisions; allocates nothing
+//   estimate(sg)     optional, at prepare: modelled time, for the scheduler and modelled profiles
+//   prepare(sg)      validate, choose kernels, size memory, compile one shape group per bucket
+//                                                                           -> Executable (small, heap)
+//   load(exe, mem)   pack weights into caller-owned persistent memory, or upload them to device
+//                    memory (still the prepare phase)
+//   reshape(exe, v)  new concrete shapes and their bucket: per-shape decisions; allocates nothing
 //   execute(exe, c)  run; allocates nothing, validates nothing but indices read from tensors
 //
 // Errors: every entry returns Status / Result (ir/status.h); a backend never aborts or throws.
 // Threads: a backend owns its workers (the CPU backend a oneTBB arena); none appear here.
+// Conformance: tests/hal/test_conformance.cpp runs every op case on every registered backend
+// against the reference kernels; docs/adding-a-backend.md walks through a new backend.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -27,7 +34,7 @@
 namespace laya::hal {
 
 // Bumped on any change to this header that breaks a backend; checked by Registry::add.
-inline constexpr uint32_t kApiVersion = 1;
+inline constexpr uint32_t kApiVersion = 2;
 
 // ---- what a backend is -----------------------------------------------------------------------
 
@@ -36,20 +43,47 @@ enum class MemoryKind : uint8_t {
   kDevice = 1,  // memory only the device addresses (an AX8850 PCIe card)
 };
 
+inline constexpr int kMaxGroups = 8;
+
 struct Capabilities {
   const char* name = "";         // registry name: "cpu", "null", "ax8850"
   const char* description = "";  // one line for `laya-run backends`
-  uint32_t n_groups = 1;         // independent compute groups: CPU threads, AX8850 NPU groups
-  uint64_t weight_dtypes = 0;    // bit (1 << ir::DType) per weight dtype accepted by matmul
-  uint32_t memory_kinds = 1;     // bit (1 << MemoryKind) per kind the backend addresses
-  bool modelled_time = false;    // profile times are modelled by a cost model, not measured
+  // Independent compute groups (CPU: its threads; AX8850: the vNPU groups of the mode), and each
+  // group's relative throughput (AX8850 big_little: 2, 1).
+  uint32_t n_groups = 1;
+  uint32_t group_weight[kMaxGroups] = {1, 1, 1, 1, 1, 1, 1, 1};
+  // The scheduler may split attention heads and matmul output columns across the groups
+  // (Subgraph::parts); a backend without it only ever gets whole nodes.
+  bool splits_nodes = false;
+  // bit (1 << ir::DType) per weight dtype matmul and embedding accept in some layout; the
+  // conformance suite holds a backend to it (a listed dtype must run, an unlisted one be refused).
+  uint64_t weight_dtypes = 0;
+  // bit (1 << ir::DType) per precision the backend can keep activations in inside an executable
+  // (PrepareOptions::activations), and the one it uses unless the session asks otherwise.
+  uint64_t activation_dtypes = uint64_t{1} << static_cast<int>(ir::DType::kF32);
+  ir::DType default_activations = ir::DType::kF32;
+  // bit (1 << MemoryKind) per kind the backend addresses. Without kHost, the values an executable
+  // exchanges with the host cross a link (the backend copies them; its estimate counts them).
+  uint32_t memory_kinds = 1;
+  bool modelled_time = false;  // profile times are modelled by a cost model, not measured
+};
+
+// One part of a node the scheduler split across groups, or where a whole node runs.
+struct NodePart {
+  int64_t begin = 0, end = 0;  // attention heads / matmul output columns [begin, end); 0, 0: whole
+  int32_t group = -1;          // group index (< n_groups); -1: the backend's choice
 };
 
 // Nodes of one graph placed on one backend, in topological order. Values read from outside the
-// list are subgraph inputs; values read after it, or graph outputs, are subgraph outputs.
+// list are subgraph inputs; values read after it, or graph outputs, are subgraph outputs. A split
+// node appears once per part.
 struct Subgraph {
   const ir::Graph* graph = nullptr;  // borrowed; outlives every Executable made from it
   std::vector<ir::NodeId> nodes;
+  std::vector<NodePart> parts;  // empty (whole nodes, any group), or one per entry of `nodes`
+  // Per NodeId (empty: unknown): 1 when the node runs on this backend, in any executable. A device
+  // backend keeps the values its own executables pass to each other in device memory.
+  std::vector<uint8_t> same_backend;
 };
 
 // Concrete tensor at execute: every value id of the graph has one (weights point at their file
@@ -63,6 +97,14 @@ struct PrepareOptions {
   // Largest extents each value takes (indexed by ValueId): the shapes at the biggest bucket.
   // Scratch sizes are computed for these. Borrowed for the call.
   const ir::Extents* max_extents = nullptr;
+  // The shape buckets reshape() will name: buckets[b][v] = extents of value v at bucket b's
+  // largest shapes. An NPU compiles one shape group per bucket.
+  std::span<const std::vector<ir::Extents>> buckets;
+  // The model file's precompiled executables for this backend (ir::Metadata::executables).
+  std::span<const ir::PrecompiledExecutable> precompiled;
+  // Precision of activations inside the executable (a capabilities().activation_dtypes bit).
+  // Values crossing the executable's boundary are f32 in host memory either way.
+  ir::DType activations = ir::DType::kF32;
 };
 
 // Alignment of the persistent region and of every slice of it (each executable's, and each block
@@ -77,6 +119,7 @@ inline constexpr uint64_t persistent_alignment(uint64_t block_bytes) {
 struct MemoryNeeds {
   uint64_t persistent_bytes = 0;  // packed weights, constant tables: written by load()
   uint64_t scratch_bytes = 0;  // per execute, at PrepareOptions::max_extents; reused across calls
+  uint64_t device_bytes = 0;   // device memory the backend allocates itself at load (kDevice)
 };
 
 // A prepared subgraph. Opaque to the session except for its needs.
@@ -87,6 +130,22 @@ class Executable {
   // Scratch bytes the shapes of the last reshape() use (<= needs().scratch_bytes): what the
   // session reports as the scratch high-water mark. Defaults to the prepare-time size.
   virtual uint64_t reshaped_scratch_bytes() const { return needs().scratch_bytes; }
+};
+
+// Modelled time of one entry of Subgraph::nodes.
+struct NodeEstimate {
+  double start_ms = 0;  // from the start of the executable's work (after its overhead)
+  double ms = 0;
+  int32_t group = 0;
+  uint64_t macs = 0;        // multiply-accumulates (padded to the hardware's tiles)
+  uint64_t dram_bytes = 0;  // memory traffic
+};
+
+// Modelled time of one executable (one NPU call).
+struct Estimate {
+  double overhead_ms = 0;           // call overhead and link transfers
+  double total_ms = 0;              // overhead + the work's makespan
+  std::vector<NodeEstimate> nodes;  // parallel to Subgraph::nodes
 };
 
 // Per-node timing, if the caller wants it. `modelled` is true for cost-model figures (simulator).
@@ -112,19 +171,29 @@ class Backend {
 
   // Whether this backend can run node `n` of `g` with its dtypes, shapes and attributes.
   // kUnsupported with a one-line reason otherwise ("matmul: q4_1 weights not supported").
-  virtual Status supports(const ir::Graph& g, const ir::Node& n) const = 0;
+  // `max_extents` (indexed by ValueId; nullable: shape-independent rules only) are the largest
+  // shapes the node will see, for limits that depend on a length.
+  virtual Status supports(const ir::Graph& g, const ir::Node& n,
+                          const ir::Extents* max_extents) const = 0;
+
+  // Modelled time of `sg` at `extents` (indexed by ValueId) with activations in `activations`,
+  // without preparing it. kUnsupported when the backend has no cost model (the default).
+  virtual Result<Estimate> estimate(const Subgraph& sg, const ir::Extents* extents,
+                                    ir::DType activations) const;
 
   // Validates `sg` (every node must pass supports()), chooses kernels and sizes memory.
   virtual Result<std::unique_ptr<Executable>> prepare(const Subgraph& sg,
                                                       const PrepareOptions& opts) = 0;
 
   // Writes packed weights into `persistent` (caller-owned, >= needs().persistent_bytes, aligned to
-  // persistent_alignment(needs().persistent_bytes)). It must outlive `exe`.
+  // persistent_alignment(needs().persistent_bytes)), or uploads them to device memory it allocates
+  // (needs().device_bytes). `persistent` must outlive `exe`.
   virtual Status load(Executable& exe, void* persistent, uint64_t bytes) = 0;
 
-  // Concrete shapes for the next executes (`values` as in ExecContext; only extents are read).
-  // Each extent is at most the max_extents given to prepare. Allocates nothing.
-  virtual Status reshape(Executable& exe, const TensorBinding* values) = 0;
+  // Concrete shapes for the next executes (`values` as in ExecContext; only extents are read),
+  // which fall in PrepareOptions::buckets[bucket]. Each extent is at most the max_extents given
+  // to prepare. Allocates nothing.
+  virtual Status reshape(Executable& exe, const TensorBinding* values, int bucket) = 0;
 
   // Runs the subgraph. Allocates nothing; the only data check is on indices read from tensors
   // (kIndexOutOfRange naming the node).
@@ -134,8 +203,15 @@ class Backend {
 // ---- registration ----------------------------------------------------------------------------
 
 struct BackendOptions {
-  int n_threads = 0;             // 0: one per core
-  std::string kernels = "auto";  // CPU: "auto" (best Highway target), "ref", or a target ("AVX2")
+  int n_threads = 0;  // 0: one per core
+  // Backend-specific settings, checked by the backend's create (kInvalidArgument naming an
+  // unknown key or a bad value): cpu "kernels" (auto | ref | a Highway target) and "model_gflops",
+  // "model_gbps", "model_op_us" (its cost model); ax8850 "vnpu", "host", "chip" and any field of
+  // hal/ax8850/params.h.
+  std::vector<std::pair<std::string, std::string>> settings;
+
+  // The last value given for `key`, or `def`.
+  std::string get(const std::string& key, const std::string& def) const;
 };
 
 struct BackendInfo {

@@ -2,6 +2,18 @@
 
 namespace laya::hal {
 
+Result<Estimate> Backend::estimate(const Subgraph&, const ir::Extents*, ir::DType) const {
+  return status_error(StatusCode::kUnsupported, "backend '%s' has no cost model",
+                      capabilities().name);
+}
+
+std::string BackendOptions::get(const std::string& key, const std::string& def) const {
+  std::string v = def;
+  for (const auto& [k, value] : settings)
+    if (k == key) v = value;
+  return v;
+}
+
 Status Registry::add(const BackendInfo& info) {
   const char* name = info.name != nullptr ? info.name : "";
   Status s;

@@ -1,5 +1,6 @@
 #include "ir/builder.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -45,41 +46,56 @@ ValueId GraphBuilder::input(const std::string& name, DType dtype, const Shape& s
   return id;
 }
 
-ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& shape,
-                             const void* data, uint64_t nbytes, Quant quant) {
-  if (!ok()) return kNoValue;
+bool GraphBuilder::check_weight(const std::string& name, DType dtype, const Shape& shape,
+                                const void* data, uint64_t nbytes) {
+  if (!ok()) return false;
   if (!shape.is_fixed()) {
     fail(status_error(StatusCode::kGraphShapeMismatch, "weight '%s' needs a fixed shape",
                       name.c_str()));
-    return kNoValue;
+    return false;
   }
   Result<int64_t> count = shape_max_count(shape, graph_.symbols);
   if (!count.is_ok()) {
     fail(count.status());
-    return kNoValue;
+    return false;
   }
   Result<uint64_t> need = dtype_bytes(dtype, *count);
   if (!need.is_ok()) {
     fail(need.status());
-    return kNoValue;
+    return false;
   }
   if (*need != nbytes) {
     fail(status_error(StatusCode::kFileSizeMismatch, "weight '%s': %llu bytes given, %llu needed",
                       name.c_str(), static_cast<unsigned long long>(nbytes),
                       static_cast<unsigned long long>(*need)));
-    return kNoValue;
+    return false;
   }
   if (nbytes > 0 && data == nullptr) {
     fail(status_error(StatusCode::kInvalidArgument, "weight '%s': %llu bytes but no data",
                       name.c_str(), static_cast<unsigned long long>(nbytes)));
-    return kNoValue;
+    return false;
   }
+  return true;
+}
+
+ValueId GraphBuilder::add_weight(const std::string& name, DType dtype, const Shape& shape,
+                                 const uint8_t* data, uint64_t nbytes, Quant quant) {
   Value v;
   v.name = name;
   v.dtype = dtype;
   v.shape = shape;
   v.quant = std::move(quant);
   v.kind = ValueKind::kWeight;
+  v.data = data;
+  v.nbytes = nbytes;
+  graph_.values.push_back(std::move(v));
+  return static_cast<ValueId>(graph_.values.size() - 1);
+}
+
+ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& shape,
+                             const void* data, uint64_t nbytes, Quant quant) {
+  if (!check_weight(name, dtype, shape, data, nbytes)) return kNoValue;
+  const uint8_t* bytes = nullptr;
   if (nbytes > 0) {
     const size_t alloc = (nbytes + 63) / 64 * 64;
     std::shared_ptr<void> mem(std::aligned_alloc(64, alloc), AlignedFree());
@@ -89,12 +105,29 @@ ValueId GraphBuilder::weight(const std::string& name, DType dtype, const Shape& 
       return kNoValue;
     }
     std::memcpy(mem.get(), data, nbytes);
-    v.data = static_cast<const uint8_t*>(mem.get());
+    bytes = static_cast<const uint8_t*>(mem.get());
     graph_.keepalive.push_back(std::move(mem));
   }
-  v.nbytes = nbytes;
-  graph_.values.push_back(std::move(v));
-  return static_cast<ValueId>(graph_.values.size() - 1);
+  return add_weight(name, dtype, shape, bytes, nbytes, std::move(quant));
+}
+
+ValueId GraphBuilder::weight_ref(const std::string& name, DType dtype, const Shape& shape,
+                                 const void* data, uint64_t nbytes,
+                                 std::shared_ptr<const void> owner, Quant quant) {
+  if (!check_weight(name, dtype, shape, data, nbytes)) return kNoValue;
+  const DTypeInfo& info = dtype_info(dtype);
+  const uintptr_t align = info.kind == DTypeKind::kBlock ? 2 : info.block_bytes;
+  if (nbytes > 0 && reinterpret_cast<uintptr_t>(data) % align != 0) {
+    fail(status_error(StatusCode::kInvalidArgument,
+                      "weight '%s': data %p is not aligned to %u bytes", name.c_str(), data,
+                      static_cast<unsigned>(align)));
+    return kNoValue;
+  }
+  if (owner != nullptr &&
+      std::find(graph_.keepalive.begin(), graph_.keepalive.end(), owner) == graph_.keepalive.end())
+    graph_.keepalive.push_back(std::move(owner));
+  return add_weight(name, dtype, shape, static_cast<const uint8_t*>(data), nbytes,
+                    std::move(quant));
 }
 
 std::vector<ValueId> GraphBuilder::node(Op op, const std::vector<ValueId>& inputs,

@@ -15,6 +15,7 @@
 // chain calls without checking each one.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ class GraphBuilder {
   // must equal the shape's element count in `dtype` (checked).
   ValueId weight(const std::string& name, DType dtype, const Shape& shape, const void* data,
                  uint64_t nbytes, Quant quant = {});
+  // A constant whose bytes are NOT copied: `data` (aligned to the dtype's element size, else
+  // kInvalidArgument) is referenced as it is and must stay valid and unchanged while the graph or
+  // any copy of it lives, which `owner` guarantees (kept once in Graph::keepalive; nullable when
+  // `data` outlives the graph by other means). Same size checks as weight(). For weights made in
+  // place (random-weight presets) or shared (one zero mapping behind a shape-only graph).
+  ValueId weight_ref(const std::string& name, DType dtype, const Shape& shape, const void* data,
+                     uint64_t nbytes, std::shared_ptr<const void> owner, Quant quant = {});
 
   // A node with the given inputs and attributes; returns its outputs (named `name`, or
   // "<op>_<node>" / "<name>.<i>" for several). An absent optional input is kNoValue: trailing ones
@@ -87,6 +95,11 @@ class GraphBuilder {
 
  private:
   bool ok() const { return status_.is_ok(); }
+  // The checks weight() and weight_external() share; false after recording the error.
+  bool check_weight(const std::string& name, DType dtype, const Shape& shape, const void* data,
+                    uint64_t nbytes);
+  ValueId add_weight(const std::string& name, DType dtype, const Shape& shape, const uint8_t* data,
+                     uint64_t nbytes, Quant quant);
   void fail(Status s) {
     if (status_.is_ok()) status_ = std::move(s);
   }

@@ -70,52 +70,31 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
   const ir::Graph& g = s->graph_;
   const hal::Registry& reg = hal::builtin_registry();
 
-  // Backends, in preference order.
+  // Backends, in preference order, then the cpu (the fallback) when not listed.
   if (opts.backends.empty())
     return status_error(StatusCode::kInvalidArgument, "no backend listed in SessionOptions");
-  auto add_backend = [&](const std::string& name) -> Result<hal::Backend*> {
-    for (auto& [n, b] : s->backends_)
-      if (n == name) return b.get();
-    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Backend> b, reg.create(name, opts.backend));
+  std::vector<std::string> names;
+  for (const std::string& name : opts.backends)
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  if (std::find(names.begin(), names.end(), "cpu") == names.end()) names.push_back("cpu");
+  std::vector<ScheduleBackend> sched;
+  size_t fallback = 0;
+  for (const std::string& name : names) {
+    const hal::BackendOptions* bo = &opts.backend;
+    for (const auto& [n, o] : opts.backend_options)
+      if (n == name) bo = &o;
+    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Backend> b, reg.create(name, *bo));
+    const hal::Capabilities& caps = b->capabilities();
+    ir::DType act = caps.default_activations;
+    for (const auto& [n, d] : opts.activations)
+      if (n == name) act = d;
+    if (((caps.activation_dtypes >> static_cast<int>(act)) & 1u) == 0)
+      return status_error(StatusCode::kInvalidArgument,
+                          "backend '%s' does not keep activations in %s", name.c_str(),
+                          ir::dtype_name(act));
+    if (name == "cpu") fallback = sched.size();
+    sched.push_back({name, b.get(), act});
     s->backends_.emplace_back(name, std::move(b));
-    return s->backends_.back().second.get();
-  };
-  for (const std::string& name : opts.backends) LAYA_RETURN_IF_ERROR(add_backend(name).status());
-  const size_t n_listed = s->backends_.size();
-
-  // Placement: first listed backend that supports the node, else the CPU with the reasons.
-  std::vector<hal::Backend*> where(g.nodes.size(), nullptr);
-  s->placement_.resize(g.nodes.size());
-  for (size_t id = 0; id < g.nodes.size(); ++id) {
-    const ir::Node& n = g.nodes[id];
-    std::string reasons;
-    for (size_t i = 0; i < n_listed && where[id] == nullptr; ++i) {
-      auto& [name, b] = s->backends_[i];
-      Status st = b->supports(g, n);
-      if (st.is_ok()) {
-        where[id] = b.get();
-        s->placement_[id].backend = name;
-        s->placement_[id].fallback_reason = reasons;  // refusals of the preferred backends
-      } else {
-        reasons += (reasons.empty() ? "" : "; ") + name + ": " + st.message();
-      }
-    }
-    if (where[id] != nullptr) continue;
-    const bool cpu_listed = std::any_of(s->backends_.begin(), s->backends_.begin() + n_listed,
-                                        [](const auto& p) { return p.first == "cpu"; });
-    if (cpu_listed)
-      return status_error(StatusCode::kUnsupported, "node %zu '%s' (%s): no backend runs it: %s",
-                          id, n.name.c_str(), ir::op_name(n.op), reasons.c_str());
-    LAYA_ASSIGN_OR_RETURN(hal::Backend * cpu, add_backend("cpu"));
-    Status st = cpu->supports(g, n);
-    if (!st.is_ok())
-      return status_error(StatusCode::kUnsupported,
-                          "node %zu '%s' (%s): no backend runs it: %s; "
-                          "cpu: %s",
-                          id, n.name.c_str(), ir::op_name(n.op), reasons.c_str(), st.message());
-    where[id] = cpu;
-    s->placement_[id].backend = "cpu";
-    s->placement_[id].fallback_reason = reasons;
   }
 
   // Buckets: the cross product of each symbol's bounds.
@@ -131,6 +110,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
   const size_t nv = g.values.size();
   std::vector<uint64_t> bytes(nv);
   std::vector<ir::Symbol> range = g.symbols;  // the bucket's symbol ranges
+  std::vector<std::vector<ir::Extents>> bucket_ext(n_buckets, std::vector<ir::Extents>(nv));
   for (size_t bi = 0; bi < n_buckets; ++bi) {
     Bucket bucket;
     size_t rest = bi;
@@ -148,6 +128,9 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     uint64_t total = 0;  // every input and activation at once
     for (size_t v = 0; v < nv; ++v) {
       const ir::Value& val = g.values[v];
+      const ir::Shape& sh = val.shape;
+      bucket_ext[bi][v].rank = sh.rank;
+      for (int i = 0; i < sh.rank; ++i) bucket_ext[bi][v].d[i] = ir::dim_max(sh.dims[i], range);
       bytes[v] = 0;
       if (val.kind == ir::ValueKind::kWeight) continue;
       LAYA_ASSIGN_OR_RETURN(int64_t count, ir::shape_max_count(val.shape, range));
@@ -165,7 +148,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     s->buckets_.push_back(std::move(bucket));
   }
 
-  // Largest extents of every value (symbols at their bounds), for the backends' scratch sizes.
+  // Largest extents of every value (symbols at their bounds), for placement and scratch sizes.
   std::vector<ir::Extents> max_ext(nv);
   for (size_t v = 0; v < nv; ++v) {
     const ir::Shape& sh = g.values[v].shape;
@@ -173,32 +156,44 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     for (int i = 0; i < sh.rank; ++i) max_ext[v].d[i] = ir::dim_max(sh.dims[i], g.symbols);
   }
 
-  // Executables: maximal runs of consecutive nodes on one backend.
-  hal::PrepareOptions popts;
-  popts.max_extents = max_ext.data();
+  LAYA_ASSIGN_OR_RETURN(Schedule plan, schedule(g, sched, fallback, max_ext.data(), opts.schedule));
+  s->placement_.resize(g.nodes.size());
+  for (size_t id = 0; id < g.nodes.size(); ++id) {
+    s->placement_[id].backend = sched[plan.backend_of[id]].name;
+    s->placement_[id].fallback_reason = plan.reason[id];
+    s->placement_[id].parts = plan.parts[id];
+  }
+
+  // Executables, in run order.
   uint64_t persistent = 0;
-  for (size_t id = 0; id < g.nodes.size();) {
-    size_t end = id;
-    hal::Subgraph sg;
-    sg.graph = &g;
-    while (end < g.nodes.size() && where[end] == where[id])
-      sg.nodes.push_back(static_cast<ir::NodeId>(end++));
-    hal::Backend* b = where[id];
-    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Executable> exe, b->prepare(sg, popts));
+  for (Schedule::Exe& pe : plan.executables) {
+    const ScheduleBackend& sb = sched[pe.backend];
+    std::vector<ir::PrecompiledExecutable> pre;
+    for (const ir::PrecompiledExecutable& x : g.meta.executables)
+      if (x.backend == sb.name) pre.push_back(x);
+    hal::PrepareOptions popts;
+    popts.max_extents = max_ext.data();
+    popts.buckets = bucket_ext;
+    popts.precompiled = pre;
+    popts.activations = sb.activations;
+    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Executable> exe, sb.backend->prepare(pe.sg, popts));
     ExecutableInfo info;
-    info.backend = s->placement_[id].backend;
-    info.nodes = sg.nodes;
+    info.backend = sb.name;
+    info.nodes = pe.sg.nodes;
+    info.parts = pe.sg.parts;
+    if (info.parts.empty()) info.parts.resize(info.nodes.size());
+    info.activations = sb.activations;
     info.needs = exe->needs();
     persistent = round_up(persistent, hal::persistent_alignment(info.needs.persistent_bytes));
     info.persistent_offset = persistent;
     persistent += round_up(info.needs.persistent_bytes, kRegionAlign);
     s->req_.scratch_bytes =
         std::max(s->req_.scratch_bytes, round_up(info.needs.scratch_bytes, kRegionAlign));
-    for (ir::NodeId n : sg.nodes)
+    s->req_.device_bytes += info.needs.device_bytes;
+    for (ir::NodeId n : pe.sg.nodes)
       s->placement_[n].executable = static_cast<int>(s->exe_info_.size());
     s->exe_info_.push_back(std::move(info));
-    s->exes_.push_back({b, std::move(exe)});
-    id = end;
+    s->exes_.push_back({sb.backend, std::move(exe), std::move(pe.sg)});
   }
   s->req_.persistent_bytes = persistent;
 
@@ -213,6 +208,35 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     s->bindings_[v].extents = max_ext[v];
   }
   return s;
+}
+
+Result<std::vector<ModelledExecutable>> Session::model(std::span<const int64_t> values) const {
+  const ir::Graph& g = graph_;
+  if (values.size() != g.symbols.size())
+    return status_error(StatusCode::kInvalidArgument, "model: %zu symbol values for %zu symbols",
+                        values.size(), g.symbols.size());
+  std::array<int64_t, ir::kMaxSymbols> vals{};
+  for (size_t k = 0; k < g.symbols.size(); ++k) {
+    const ir::Symbol& sym = g.symbols[k];
+    if (values[k] < sym.min || values[k] > sym.max)
+      return status_error(StatusCode::kOutOfRange, "symbol '%s' = %lld is outside [%lld, %lld]",
+                          sym.name.c_str(), static_cast<long long>(values[k]),
+                          static_cast<long long>(sym.min), static_cast<long long>(sym.max));
+    vals[k] = values[k];
+  }
+  std::vector<ir::Extents> ext(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v)
+    LAYA_RETURN_IF_ERROR(ir::shape_eval(g.values[v].shape, vals.data(), &ext[v]));
+  std::vector<ModelledExecutable> out;
+  double t = 0;
+  for (size_t i = 0; i < exes_.size(); ++i) {
+    const Exe& e = exes_[i];
+    LAYA_ASSIGN_OR_RETURN(hal::Estimate est,
+                          e.backend->estimate(e.sg, ext.data(), exe_info_[i].activations));
+    out.push_back({static_cast<int>(i), t, est});
+    t += est.total_ms;
+  }
+  return out;
 }
 
 Status Session::bind_memory(MemoryRegion persistent, MemoryRegion activations,
@@ -299,7 +323,7 @@ Status Session::reshape_backends() {
     if (plan.offset[v] != ir::kNotPlanned) bindings_[v].data = base + plan.offset[v];
   cur_scratch_ = 0;
   for (Exe& e : exes_) {
-    LAYA_RETURN_IF_ERROR(e.backend->reshape(*e.exe, bindings_.data()));
+    LAYA_RETURN_IF_ERROR(e.backend->reshape(*e.exe, bindings_.data(), bucket_));
     cur_scratch_ = std::max(cur_scratch_, e.exe->reshaped_scratch_bytes());
   }
   return Status::ok();

@@ -9,9 +9,11 @@
 //   (*s)->execute(inputs, outputs);                   // execute: run; allocates nothing
 //
 // Phases and what each call may do:
-//   prepare      verifies the graph, creates the backends, places every node, fuses contiguous
-//                nodes of one backend into one executable, plans activation memory once per shape
-//                bucket, and asks each backend for its persistent / scratch needs. Allocates.
+//   prepare      verifies the graph, creates the backends, plans activation memory once per shape
+//                bucket, runs the scheduler (runtime/scheduler.h: placement with fallback reasons,
+//                executables as few as the dependencies allow, splits across a backend's groups),
+//                and has each backend prepare its executables (one shape group per bucket) and
+//                report its persistent / scratch / device needs. Allocates.
 //   bind_memory  takes the three caller-owned regions, checks size and alignment, and has every
 //                backend write its packed weights into its slice of `persistent`. Allocates only
 //                inside backends' load (temporary buffers while packing).
@@ -40,6 +42,7 @@
 #include "ir/graph.h"
 #include "ir/memory_plan.h"
 #include "ir/status.h"
+#include "runtime/scheduler.h"
 
 namespace laya::runtime {
 
@@ -54,10 +57,16 @@ inline constexpr uint64_t kRegionAlign = 64;
 
 struct SessionOptions {
   // Backends by registry name, in order of preference. A node goes to the first one whose
-  // supports() accepts it, else to "cpu" (created even when not listed) with the refusals
+  // supports() accepts it, else to "cpu" (always created: the fallback) with the refusals
   // recorded in the placement report.
   std::vector<std::string> backends = {"cpu"};
-  hal::BackendOptions backend;  // given to every backend's create
+  hal::BackendOptions backend;  // given to every backend's create...
+  // ...unless a backend has its own here (by name): settings such as cpu "kernels", ax8850 "vnpu".
+  std::vector<std::pair<std::string, hal::BackendOptions>> backend_options;
+  // Activation precision per backend (by name); a backend not listed uses its default
+  // (hal::Capabilities::default_activations). kInvalidArgument for one it does not offer.
+  std::vector<std::pair<std::string, ir::DType>> activations;
+  ScheduleOptions schedule;
   // Upper bounds of the shape buckets per symbol (by name). A symbol not listed gets the powers
   // of two from 16 below its max, plus its max. Bounds must lie within the symbol's [min, max];
   // the max is always added. Buckets are the cross product over symbols (at most 4096).
@@ -70,6 +79,7 @@ struct MemoryRequirements {
   uint64_t persistent_bytes = 0;  // packed weights of every executable
   uint64_t activation_bytes = 0;  // the largest bucket plan
   uint64_t scratch_bytes = 0;     // the largest executable scratch (executables run in turn)
+  uint64_t device_bytes = 0;      // device memory the backends allocate themselves (reported)
 };
 
 // What the regions actually used so far.
@@ -83,15 +93,26 @@ struct HighWater {
 struct NodePlacement {
   std::string backend;
   int executable = -1;  // index into Session::executables()
-  // The refusals of the backends listed before the one it runs on ("" when it runs on the first).
+  // The refusals of the backends listed before the one it runs on, or the scheduler's cost
+  // decision ("" when it runs on the first).
   std::string fallback_reason;
+  std::vector<hal::NodePart> parts;  // its parts when split across the backend's groups
 };
 
 struct ExecutableInfo {
   std::string backend;
-  std::vector<ir::NodeId> nodes;  // contiguous, in graph order
+  std::vector<ir::NodeId> nodes;     // run order (dependencies respected); a split node per part
+  std::vector<hal::NodePart> parts;  // parallel to nodes
+  ir::DType activations = ir::DType::kF32;
   hal::MemoryNeeds needs;
   uint64_t persistent_offset = 0;  // its slice of the persistent region
+};
+
+// One executable in a modelled timeline (Session::model).
+struct ModelledExecutable {
+  int executable = 0;      // index into Session::executables()
+  double start_ms = 0;     // executables run one after another
+  hal::Estimate estimate;  // nodes parallel to ExecutableInfo::nodes
 };
 
 // One shape bucket: for each symbol (graph order) the range of values it covers, and the
@@ -121,6 +142,12 @@ class Session {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // The backends in use, by name (for their capabilities).
   const hal::Backend* backend(const std::string& name) const;
+
+  // The modelled timeline of one execute at these symbol values (graph order; within bounds):
+  // every executable's estimate, one after another. Needs no memory and runs nothing (for
+  // `laya-run profile`). kUnsupported naming a backend without a cost model; kOutOfRange for a
+  // value outside its symbol's bounds.
+  Result<std::vector<ModelledExecutable>> model(std::span<const int64_t> symbol_values) const;
 
   // Prepare phase (second half). kResourceExhausted naming the region and the bytes needed when
   // one is too small; kInvalidArgument when one is misaligned (null is fine for a 0-byte need).
@@ -152,6 +179,7 @@ class Session {
   struct Exe {
     hal::Backend* backend = nullptr;
     std::unique_ptr<hal::Executable> exe;
+    hal::Subgraph sg;
   };
 
   ir::Graph graph_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -98,7 +99,15 @@ class CpuExecutable final : public Executable {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const kernels::KernelTable& table, int n_threads) : table_(table), pool_(n_threads) {
+  // The roofline the cpu's estimate() uses (settings model_gflops, model_gbps, model_op_us).
+  struct CostModel {
+    double gflops = 50.0;  // f32 GFLOP/s the kernels reach with all threads
+    double gbps = 15.0;    // GB/s of memory traffic
+    double op_us = 2.0;    // fixed cost per node
+  };
+
+  CpuBackend(const kernels::KernelTable& table, int n_threads, const CostModel& cost)
+      : table_(table), pool_(n_threads), cost_(cost) {
     description_ = std::string("CPU: ") + table_.isa + " kernels, " +
                    std::to_string(pool_.n_threads()) + " thread(s) in a oneTBB arena";
     caps_.name = "cpu";
@@ -113,11 +122,13 @@ class CpuBackend final : public Backend {
   }
 
   const Capabilities& capabilities() const override { return caps_; }
-  Status supports(const ir::Graph& g, const ir::Node& n) const override;
+  Status supports(const ir::Graph& g, const ir::Node& n, const ir::Extents*) const override;
+  Result<Estimate> estimate(const Subgraph& sg, const ir::Extents* extents,
+                            ir::DType activations) const override;
   Result<std::unique_ptr<Executable>> prepare(const Subgraph& sg,
                                               const PrepareOptions& opts) override;
   Status load(Executable& exe, void* persistent, uint64_t bytes) override;
-  Status reshape(Executable& exe, const TensorBinding* values) override;
+  Status reshape(Executable& exe, const TensorBinding* values, int bucket) override;
   Status execute(Executable& exe, const ExecContext& ctx) override;
 
  private:
@@ -127,6 +138,7 @@ class CpuBackend final : public Backend {
 
   kernels::KernelTable table_;
   ArenaPool pool_;
+  CostModel cost_;
   std::string description_;
   Capabilities caps_;
 };
@@ -136,7 +148,7 @@ Status unsupported(const ir::Node& n, const std::string& why) {
                       why.c_str());
 }
 
-Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n) const {
+Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n, const ir::Extents*) const {
   if (static_cast<uint32_t>(n.op) >= static_cast<uint32_t>(ir::Op::kCount))
     return status_error(StatusCode::kUnsupported, "unknown op %u", static_cast<unsigned>(n.op));
   const ir::OpInfo& info = ir::op_info(n.op);
@@ -213,6 +225,12 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
                                                         const PrepareOptions& opts) {
   if (sg.graph == nullptr || opts.max_extents == nullptr)
     return status_error(StatusCode::kInvalidArgument, "cpu prepare: no graph or max extents");
+  for (const NodePart& p : sg.parts)
+    if (p.begin != 0 || p.end != 0)
+      return status_error(StatusCode::kInvalidArgument, "cpu prepare: the cpu runs whole nodes");
+  if (opts.activations != ir::DType::kF32)
+    return status_error(StatusCode::kInvalidArgument, "cpu prepare: activations are f32, not %s",
+                        ir::dtype_name(opts.activations));
   const ir::Graph& g = *sg.graph;
   auto e = std::make_unique<CpuExecutable>();
   e->graph = &g;
@@ -227,7 +245,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
     if (id >= g.nodes.size())
       return status_error(StatusCode::kInvalidArgument, "cpu prepare: node %u out of range", id);
     const ir::Node& n = g.nodes[id];
-    LAYA_RETURN_IF_ERROR(supports(g, n));
+    LAYA_RETURN_IF_ERROR(supports(g, n, nullptr));
     Step s;
     s.op = n.op;
     s.id = id;
@@ -392,7 +410,7 @@ void CpuBackend::set_args(Step& s, const TensorBinding* v) const {
   }
 }
 
-Status CpuBackend::reshape(Executable& exe, const TensorBinding* values) {
+Status CpuBackend::reshape(Executable& exe, const TensorBinding* values, int) {
   auto& e = static_cast<CpuExecutable&>(exe);
   uint64_t scratch = 0;
   for (Step& s : e.steps) {
@@ -408,6 +426,51 @@ Status CpuBackend::reshape(Executable& exe, const TensorBinding* values) {
   e.reshaped_scratch_ = round_up(scratch, 64);
   pool_.warm_up(0);  // no waiting here: load() already waited
   return Status::ok();
+}
+
+// A roofline: FLOPs / gflops + bytes / gbps + op_us per node, in sequence (the threads work on
+// one node at a time). Bytes are every input (weights at their stored size) and output.
+Result<Estimate> CpuBackend::estimate(const Subgraph& sg, const ir::Extents* ext, ir::DType) const {
+  const ir::Graph& g = *sg.graph;
+  Estimate e;
+  double t = 0;
+  for (ir::NodeId id : sg.nodes) {
+    const ir::Node& n = g.nodes[id];
+    double bytes = 0, flops = 0, out = 0;
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue) continue;
+      const ir::Value& val = g.values[v];
+      bytes += val.kind == ir::ValueKind::kWeight ? static_cast<double>(val.nbytes)
+                                                  : 4.0 * static_cast<double>(ext[v].count());
+    }
+    for (ir::ValueId o : n.outputs) out += static_cast<double>(ext[o].count());
+    bytes += 4 * out;
+    NodeEstimate ne;
+    if (n.op == ir::Op::kMatMul) {
+      const ir::Value& w = g.values[n.inputs[1]];
+      const double m = static_cast<double>(ext[n.inputs[0]].rows());
+      flops =
+          2 * m * static_cast<double>(w.shape.dims[0].c) * static_cast<double>(w.shape.dims[1].c);
+      ne.macs = static_cast<uint64_t>(flops / 2);
+    } else if (n.op == ir::Op::kAttention) {
+      const ir::Extents &q = ext[n.inputs[0]], &k = ext[n.inputs[1]];
+      flops =
+          4.0 * static_cast<double>(q.d[0] * q.d[1] * k.d[1]) * n.attrs.n_heads * n.attrs.head_dim;
+      ne.macs = static_cast<uint64_t>(flops / 2);
+    } else if (n.op == ir::Op::kEmbedding) {
+      bytes = 8 * out;  // the gathered rows and the output, not the whole table
+    } else {
+      flops = 5 * out;
+    }
+    ne.dram_bytes = static_cast<uint64_t>(bytes);
+    ne.start_ms = t;
+    ne.ms =
+        flops / (cost_.gflops * 1e9) * 1e3 + bytes / (cost_.gbps * 1e9) * 1e3 + cost_.op_us / 1e3;
+    t += ne.ms;
+    e.nodes.push_back(ne);
+  }
+  e.total_ms = t;
+  return e;
 }
 
 Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecContext& ctx) const {
@@ -523,15 +586,35 @@ Status CpuBackend::execute(Executable& exe, const ExecContext& ctx) {
 Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
   if (opts.n_threads < 0)
     return status_error(StatusCode::kInvalidArgument, "cpu: n_threads %d < 0", opts.n_threads);
+  CpuBackend::CostModel cost;
+  for (const auto& [key, value] : opts.settings) {
+    if (key == "kernels") continue;
+    double* field = key == "model_gflops"  ? &cost.gflops
+                    : key == "model_gbps"  ? &cost.gbps
+                    : key == "model_op_us" ? &cost.op_us
+                                           : nullptr;
+    if (field == nullptr)
+      return status_error(StatusCode::kInvalidArgument,
+                          "cpu: unknown setting '%s' (have: kernels, model_gflops, model_gbps, "
+                          "model_op_us)",
+                          key.c_str());
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(v > 0) || !std::isfinite(v))
+      return status_error(StatusCode::kInvalidArgument, "cpu: %s=%s is not a positive number",
+                          key.c_str(), value.c_str());
+    *field = v;
+  }
+  const std::string kernels_name = opts.get("kernels", "auto");
   kernels::KernelTable table;
-  if (!kernels::kernel_table_by_name(opts.kernels, &table)) {
+  if (!kernels::kernel_table_by_name(kernels_name, &table)) {
     std::string have;
     for (const std::string& k : kernels::kernel_table_names())
       have += (have.empty() ? "" : ", ") + k;
     return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
-                        opts.kernels.c_str(), have.c_str());
+                        kernels_name.c_str(), have.c_str());
   }
-  return std::unique_ptr<Backend>(new CpuBackend(table, opts.n_threads));
+  return std::unique_ptr<Backend>(new CpuBackend(table, opts.n_threads, cost));
 }
 
 }  // namespace

@@ -15,17 +15,18 @@ class NullBackend final : public Backend {
  public:
   const Capabilities& capabilities() const override { return caps_; }
 
-  Status supports(const ir::Graph&, const ir::Node& n) const override {
+  Status supports(const ir::Graph&, const ir::Node& n, const ir::Extents*) const override {
     return status_error(StatusCode::kUnsupported, "%s: the null backend runs no ops",
                         ir::op_name(n.op));
   }
 
   Result<std::unique_ptr<Executable>> prepare(const Subgraph& sg, const PrepareOptions&) override {
-    for (ir::NodeId id : sg.nodes) LAYA_RETURN_IF_ERROR(supports(*sg.graph, sg.graph->nodes[id]));
+    for (ir::NodeId id : sg.nodes)
+      LAYA_RETURN_IF_ERROR(supports(*sg.graph, sg.graph->nodes[id], nullptr));
     return std::unique_ptr<Executable>(new NullExecutable());
   }
   Status load(Executable&, void*, uint64_t) override { return Status::ok(); }
-  Status reshape(Executable&, const TensorBinding*) override { return Status::ok(); }
+  Status reshape(Executable&, const TensorBinding*, int) override { return Status::ok(); }
   Status execute(Executable&, const ExecContext&) override {
     return status_error(StatusCode::kUnsupported, "the null backend runs no ops");
   }
@@ -39,7 +40,10 @@ class NullBackend final : public Backend {
                      .modelled_time = false};
 };
 
-Result<std::unique_ptr<Backend>> create(const BackendOptions&) {
+Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
+  if (!opts.settings.empty())
+    return status_error(StatusCode::kInvalidArgument, "null: unknown setting '%s'",
+                        opts.settings.front().first.c_str());
   return std::unique_ptr<Backend>(new NullBackend());
 }
 

@@ -1,7 +1,9 @@
 // GraphBuilder (sticky errors, weights, outputs, names), graph_print and graph_equal.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "tests/ir/ir_test_util.h"
 
@@ -180,6 +182,40 @@ TEST_CASE("builder: weight byte counts, shapes, data copies") {
     std::memcpy(back, copy.values[w].data, sizeof back);
     CHECK(back[2] == 3.25f);
   }
+}
+
+TEST_CASE("builder: weight_ref keeps the caller's bytes and their owner once, checks alignment") {
+  auto bytes =
+      std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, 64 * 4)), std::free);
+  for (int i = 0; i < 64; ++i) bytes.get()[i] = static_cast<float>(i);
+  std::weak_ptr<float> watch = bytes;
+  Result<Graph> g = [&] {
+    GraphBuilder b;
+    const ValueId w = b.weight_ref("w", DType::kF32, Shape::fixed({8, 8}), bytes.get(), 256, bytes);
+    CHECK(w != kNoValue);
+    CHECK(b.weight_ref("w2", DType::kF32, Shape::fixed({16}), bytes.get() + 48, 64, bytes) !=
+          kNoValue);
+    b.output(b.relu(b.input("x", DType::kF32, Shape::fixed({2, 8}))), "y");
+    return std::move(b).finish();
+  }();
+  REQUIRE(g.is_ok());
+  const float* data = bytes.get();
+  bytes.reset();
+  CHECK_FALSE(watch.expired());  // the graph keeps the owner, once
+  CHECK(g->keepalive.size() == 1);
+  CHECK(g->values[g->find_value("w")].data == reinterpret_cast<const uint8_t*>(data));  // no copy
+  CHECK(reinterpret_cast<const float*>(g->values[g->find_value("w")].data)[63] == 63.0f);
+  g = Status(StatusCode::kInternal, "drop the graph");
+  CHECK(watch.expired());
+
+  GraphBuilder b;
+  alignas(64) static const float storage[17] = {};
+  b.weight_ref("w", DType::kF32, Shape::fixed({4}), reinterpret_cast<const uint8_t*>(storage) + 2,
+               16, nullptr);
+  CHECK_STATUS(b.status(), StatusCode::kInvalidArgument, "not aligned to 4 bytes");
+  GraphBuilder c;
+  c.weight_ref("w", DType::kF32, Shape::fixed({4}), storage, 12, nullptr);
+  CHECK_STATUS(c.status(), StatusCode::kFileSizeMismatch, "12 bytes given");
 }
 
 TEST_CASE("builder: outputs are renamed and listed; non-activations are refused") {

@@ -58,8 +58,10 @@ inline TinyRun make_run(const ir::Graph& g, const runtime::SessionOptions& opts)
 
 inline runtime::SessionOptions cpu_options(const std::string& kernels, int threads = 1) {
   runtime::SessionOptions o;
-  o.backend.kernels = kernels;
   o.backend.n_threads = threads;
+  hal::BackendOptions cpu = o.backend;
+  cpu.settings = {{"kernels", kernels}};
+  o.backend_options = {{"cpu", cpu}};
   return o;
 }
 

@@ -79,6 +79,50 @@ TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto k
       }
 }
 
+TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both activation modes)") {
+  for (bool encoder : {true, false})
+    for (const char* host : {"chip", "pcie"})
+      for (ir::DType act : {ir::DType::kBF16, ir::DType::kF32}) {
+        CAPTURE(encoder);
+        CAPTURE(std::string(host));
+        tools::TinyModelConfig cfg;
+        cfg.matmul_dtype = ir::DType::kBF16;  // the NPU's weights; the f32 tables fall back
+        auto g = encoder ? tools::make_tiny_encoder(cfg, 5) : tools::make_tiny_decoder(cfg, 5);
+        REQUIRE(g.is_ok());
+        runtime::SessionOptions o = cpu_options("auto", 2);
+        o.backends = {"ax8850"};
+        hal::BackendOptions npu;
+        npu.settings = {{"host", host}, {"vnpu", "std"}, {"mac_efficiency", "0.0001"}};
+        o.backend_options.emplace_back("ax8850", npu);
+        o.activations = {{"ax8850", act}};
+        o.schedule.cost_placement = false;
+        TinyRun run = make_run(*g, o);
+        runtime::Session& s = *run.session;
+        int splits = 0;
+        for (const runtime::NodePlacement& p : s.placement()) splits += !p.parts.empty();
+        CHECK(splits > 0);
+        for (int64_t seq : {7, 40}) {
+          const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? 2 : 0);
+          const int64_t sym[2] = {2, seq};
+          alloc_hook::start();
+          Status rs = s.reshape(sym);
+          CHECK(alloc_hook::stop() == 0);
+          REQUIRE(rs.is_ok());
+          std::vector<float> out(static_cast<size_t>(s.extents(g->outputs[0]).count()));
+          std::vector<const void*> inputs = {in.ids.data(), in.positions.data()};
+          if (encoder) inputs.push_back(in.key_mask.data());
+          void* outputs[1] = {out.data()};
+          for (int rep = 0; rep < 2; ++rep) {
+            alloc_hook::start();
+            Status st = s.execute(inputs, outputs);
+            const long calls = alloc_hook::stop();
+            REQUIRE(st.is_ok());
+            CHECK(calls == 0);
+          }
+        }
+      }
+}
+
 TEST_CASE("execute and reshape allocate nothing on their error paths either") {
   for (int threads : {1, 2}) {
     CAPTURE(threads);

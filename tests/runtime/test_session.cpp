@@ -438,7 +438,7 @@ TEST_CASE("cpu backend: capabilities and kernel selection") {
   const hal::Registry& reg = hal::builtin_registry();
   hal::BackendOptions o;
   o.n_threads = 2;
-  o.kernels = "ref";
+  o.settings = {{"kernels", "ref"}};
   auto cpu = reg.create("cpu", o);
   REQUIRE(cpu.is_ok());
   const hal::Capabilities& caps = (*cpu)->capabilities();
@@ -452,16 +452,23 @@ TEST_CASE("cpu backend: capabilities and kernel selection") {
   CHECK(contains(caps.description, "ref"));
 
   for (int64_t t : kernels::kernel_hwy_targets()) {
-    o.kernels = kernels::kernel_target_name(t);
+    const std::string target = kernels::kernel_target_name(t);
+    o.settings = {{"kernels", target}};
     auto b = reg.create("cpu", o);
-    REQUIRE_MESSAGE(b.is_ok(), o.kernels);
-    CHECK(contains((*b)->capabilities().description, o.kernels));
+    REQUIRE_MESSAGE(b.is_ok(), target);
+    CHECK(contains((*b)->capabilities().description, target));
   }
-  o.kernels = "AVX9000";
+  o.settings = {{"kernels", "AVX9000"}};
   Status st = reg.create("cpu", o).status();
   CHECK(st.code() == StatusCode::kInvalidArgument);
   CHECK(contains(st.message(), "AVX9000"));
-  o.kernels = "auto";
+  o.settings = {{"vnpu", "std"}};  // another backend's setting
+  st = reg.create("cpu", o).status();
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(st.message(), "'vnpu'"));
+  o.settings = {{"model_gflops", "-3"}};
+  CHECK(reg.create("cpu", o).status().code() == StatusCode::kInvalidArgument);
+  o.settings = {{"kernels", "auto"}};
   o.n_threads = -1;
   CHECK(reg.create("cpu", o).status().code() == StatusCode::kInvalidArgument);
 }
@@ -477,7 +484,7 @@ TEST_CASE("cpu backend: supports() refuses with reasons") {
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
   auto cpu = hal::builtin_registry().create("cpu", {});
   REQUIRE(cpu.is_ok());
-  Status st = (*cpu)->supports(*g, g->nodes[0]);
+  Status st = (*cpu)->supports(*g, g->nodes[0], nullptr);
   CHECK(st.code() == StatusCode::kUnsupported);
   CHECK(contains(st.message(), "constant"));
   // The whole tiny encoder and decoder are supported, in every matmul dtype the builders make.
@@ -488,7 +495,8 @@ TEST_CASE("cpu backend: supports() refuses with reasons") {
     for (bool enc : {true, false}) {
       auto m = enc ? tools::make_tiny_encoder(cfg, 1) : tools::make_tiny_decoder(cfg, 1);
       REQUIRE(m.is_ok());
-      for (const ir::Node& n : m->nodes) CHECK_MESSAGE((*cpu)->supports(*m, n).is_ok(), n.name);
+      for (const ir::Node& n : m->nodes)
+        CHECK_MESSAGE((*cpu)->supports(*m, n, nullptr).is_ok(), n.name);
     }
   }
 }

@@ -177,5 +177,38 @@ make_tiny_expect 1 "kIoError.*cannot create '$tmp/no/dir/t.laya.tmp'" -- "$tmp/n
 make_tiny_expect 0 "" -- "$tmp/small.laya" --vocab 10 --d-model 16 --d-ff 8 --layers 1 --heads 2
 expect 0 "ops \(" -- inspect "$tmp/small.laya"
 
+# profile: the modelled timeline on the simulated AX8850 (a small model of the Laya structure).
+expect 0 "usage: laya-run profile" -- profile --help
+expect 2 "profile needs a MODEL" -- profile --json
+expect 2 "--calls is fused or per-layer" -- profile "$enc" --calls some
+expect 1 "kInvalidArgument.*vnpu 'quad'" -- profile "$enc" --vnpu quad
+expect 0 "^ax8850 .*simulated AX8850 NPU.*modelled" -- backends
+if "$make_tiny" --preset laya-english --layers 2 --d-model 128 --heads 2 --d-ff 96 --vocab 300 \
+     --max-seq 64 -o "$tmp/laya.laya" >/dev/null; then
+  laya=$tmp/laya.laya
+  expect 0 '^\{"modelled": true, "total_modelled_ms": [0-9.]+, "npu_calls": 1, "placement": \[\{"node": "embed", "op": "embedding", "backend": "ax8850", "group": 0, "reason": ""\}' -- profile --model "$laya" --backend ax8850 --dim seq=32 --json
+  expect 0 '"ops": \[\{"node": "embed", "op": "embedding", "backend": "ax8850", "executable": 0, "group": 0, "start_modelled_ms": [0-9.]+, "modelled_ms": [0-9.]+' -- profile "$laya" --dim seq=32 --json
+  expect 0 '"group": \[0, 1\], "parts": \[\{"group": 0, "heads": \[0, 1\]\}' -- profile "$laya" --vnpu std --param mac_efficiency=0.001 --cost-placement off --dim seq=32 --json
+  expect 0 "total: [0-9.]+ modelled_ms, 1 NPU call" -- profile "$laya" --dim seq=32 --host pcie
+  expect 0 "total: [0-9.]+ modelled_ms, 3 NPU call" -- profile "$laya" --dim seq=32 --calls per-layer
+  # A tiny OCM makes attention fall back from 64 keys on: the sweep flags it.
+  expect 0 "placement change: l0.attn \(attention\): ax8850 at tokens=32 -> cpu at 64: .*64 keys.*OCM" -- profile "$laya" --param ocm_kib=16 --sweep seq=16,32,64
+  expect 0 "no node changes placement" -- profile "$laya" --sweep seq=16,32,64
+  expect 0 '"placement_changes": \[\{"node": "l0.attn"' -- profile "$laya" --param ocm_kib=16 --sweep seq=32,64 --json
+  expect 0 "total" -- profile "$laya" --vnpu std --dim seq=32 --trace "$tmp/trace.json"
+  if grep -q '"traceEvents"' "$tmp/trace.json" && grep -q '"NPU group 2"' "$tmp/trace.json" &&
+     grep -q '"CPU (host)"' "$tmp/trace.json" && grep -q '"ph": "X"' "$tmp/trace.json"; then
+    echo "ok:   the Chrome trace has a track per NPU group and one for the CPU"
+  else
+    echo "FAIL: trace"; fails=$((fails + 1))
+  fi
+  # The f32-weight tiny encoder: the NPU refuses its matmuls, with the reason.
+  expect 0 "on cpu .*matmul '.*': f32 weights" -- profile "$enc" --dim seq=16
+  # Functional execution on the simulator; per-op times labelled modelled, never mixed with measured.
+  expect 0 "profile \(modelled by the backend's cost model" -- run "$laya" --backends ax8850 --repeat 1 --profile --dim tokens=20
+else
+  echo "FAIL: laya-make-tiny --preset"; fails=$((fails + 1))
+fi
+
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]

@@ -7,10 +7,7 @@
 // nothing on stdout), 2 bad arguments.
 #include "tools/laya-run/commands.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,7 +20,9 @@
 #include "runtime/laya/model_tokenizer.h"
 #include "runtime/laya/request.h"
 #include "runtime/laya/router.h"
+#include "kernels/kernels.h"
 #include "runtime/session.h"
+#include "tools/cli.h"
 
 namespace laya::tools {
 
@@ -70,59 +69,6 @@ constexpr const char* kDecideUsage =
     "  --kernels K        auto | ref | a Highway target name (default auto)\n"
     "  --backends A,B     backends in order of preference (default: cpu)\n";
 
-struct Args {
-  std::vector<std::pair<std::string, std::string>> opts;  // in order
-  std::vector<std::string> flags;
-  std::vector<std::string> positional;
-};
-
-bool parse(int argc, char** argv, const std::vector<std::string>& with_value,
-           const std::vector<std::string>& flags, Args* a, std::string* err) {
-  for (int i = 2; i < argc; ++i) {
-    std::string t = argv[i];
-    if (t == "-h") t = "--help";
-    if (t.rfind("--", 0) != 0) {
-      a->positional.push_back(t);
-      continue;
-    }
-    std::string key = t.substr(2), value;
-    const size_t eq = key.find('=');
-    const bool inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    }
-    if (key == "help" || std::find(flags.begin(), flags.end(), key) != flags.end()) {
-      a->flags.push_back(key);
-      continue;
-    }
-    if (std::find(with_value.begin(), with_value.end(), key) == with_value.end()) {
-      *err = "unknown option --" + key;
-      return false;
-    }
-    if (!inline_value) {
-      if (i + 1 >= argc) {
-        *err = "--" + key + " needs a value";
-        return false;
-      }
-      value = argv[++i];
-    }
-    a->opts.emplace_back(key, value);
-  }
-  return true;
-}
-
-bool flag(const Args& a, const char* f) {
-  return std::find(a.flags.begin(), a.flags.end(), f) != a.flags.end();
-}
-
-const std::string* last(const Args& a, const char* key) {
-  const std::string* out = nullptr;
-  for (const auto& [k, v] : a.opts)
-    if (k == key) out = &v;
-  return out;
-}
-
 int usage_error(const std::string& msg, const char* usage) {
   std::fprintf(stderr, "laya-run: %s\n\n%s", msg.c_str(), usage);
   return 2;
@@ -161,36 +107,41 @@ void print_json(const json::Value& v) {
 }
 
 int cmd_route(int argc, char** argv) {
-  Args a;
-  std::string err;
-  if (!parse(argc, argv, {"request", "default", "register", "lang-guess"},
-             {"auto-task-detection", "standalone-repos", "explain"}, &a, &err))
-    return usage_error(err, kRouteUsage);
-  if (flag(a, "help")) {
+  bool help = false, auto_task = false, standalone = false, explain = false;
+  std::string request, default_model, lang_guess;
+  std::vector<std::string> registers, positional;
+  ArgParser p;
+  p.flag("help", &help);
+  p.text("request", &request);
+  p.text("default", &default_model);
+  p.repeated("register", &registers);
+  p.text("lang-guess", &lang_guess);
+  p.flag("auto-task-detection", &auto_task);
+  p.flag("standalone-repos", &standalone);
+  p.flag("explain", &explain);
+  if (!p.parse(argc, argv, 2, &positional)) return usage_error(p.error(), kRouteUsage);
+  if (help) {
     std::printf("%s", kRouteUsage);
     return 0;
   }
-  if (!a.positional.empty())
-    return usage_error("unexpected argument " + a.positional[0], kRouteUsage);
-  const std::string* request = last(a, "request");
-  if (!request) return usage_error("--request is required", kRouteUsage);
+  if (!positional.empty()) return usage_error("unexpected argument " + positional[0], kRouteUsage);
+  if (request.empty()) return usage_error("--request is required", kRouteUsage);
 
   decision::RouterOptions opts;
-  if (const std::string* d = last(a, "default")) opts.default_model = *d;
-  opts.auto_task_detection = flag(a, "auto-task-detection");
-  opts.standalone_repos = flag(a, "standalone-repos");
-  if (const std::string* g = last(a, "lang-guess")) opts.lang_guess = *g;
-  for (const auto& [k, v] : a.opts) {
-    if (k != "register") continue;
-    const size_t eq = v.find('=');
-    if (eq == std::string::npos || eq == 0)
+  if (!default_model.empty()) opts.default_model = default_model;
+  opts.auto_task_detection = auto_task;
+  opts.standalone_repos = standalone;
+  if (!lang_guess.empty()) opts.lang_guess = lang_guess;
+  for (const std::string& v : registers) {
+    std::string name, source;
+    if (!split_assignment(v, &name, &source))
       return usage_error("--register needs NAME=SOURCE, got " + v, kRouteUsage);
-    opts.models.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    opts.models.emplace_back(name, source);
   }
   Result<decision::Router> router = decision::Router::create(opts);
   if (!router.is_ok()) return refuse(router.status());
 
-  Result<std::string> text = read_request_file(*request);
+  Result<std::string> text = read_request_file(request);
   if (!text.is_ok()) return refuse(text.status());
   json::ParseOptions po;
   po.max_bytes = decision::kMaxBodyBytes;
@@ -209,7 +160,7 @@ int cmd_route(int argc, char** argv) {
   q.task = field("task");
   q.lang = field("lang");
   q.lang_guess = field("lang_guess");
-  q.explain = flag(a, "explain");
+  q.explain = explain;
   Result<Value> d = router->route(q);
   if (!d.is_ok()) return refuse(d.status());
   Value out = Value::object();
@@ -219,56 +170,49 @@ int cmd_route(int argc, char** argv) {
 }
 
 int cmd_decide(int argc, char** argv) {
-  Args a;
-  std::string err;
-  if (!parse(argc, argv, {"model", "request", "tokenizer", "threads", "kernels", "backends"},
-             {"explain"}, &a, &err))
-    return usage_error(err, kDecideUsage);
-  if (flag(a, "help")) {
+  bool help = false, explain = false;
+  std::string model, request, tokenizer, kernels = "auto", backends = "cpu";
+  int64_t threads = 0;
+  std::vector<std::string> positional;
+  ArgParser p;
+  p.flag("help", &help);
+  p.flag("explain", &explain);
+  p.text("model", &model);
+  p.text("request", &request);
+  p.text("tokenizer", &tokenizer);
+  p.choice("kernels", kernels::kernel_table_names(), &kernels);
+  p.text("backends", &backends);
+  p.integer("threads", 0, 1024, &threads);
+  if (!p.parse(argc, argv, 2, &positional)) return usage_error(p.error(), kDecideUsage);
+  if (help) {
     std::printf("%s", kDecideUsage);
     return 0;
   }
-  if (!a.positional.empty())
-    return usage_error("unexpected argument " + a.positional[0], kDecideUsage);
-  const std::string* model = last(a, "model");
-  const std::string* request = last(a, "request");
-  const std::string* tokenizer = last(a, "tokenizer");
-  const bool explain = flag(a, "explain");
-  if (!request) return usage_error("--request is required", kDecideUsage);
-  if (!model && !(explain && tokenizer))
+  if (!positional.empty()) return usage_error("unexpected argument " + positional[0], kDecideUsage);
+  if (request.empty()) return usage_error("--request is required", kDecideUsage);
+  if (model.empty() && !(explain && !tokenizer.empty()))
     return usage_error("--model is required (or --explain --tokenizer FILE)", kDecideUsage);
-  if (model && tokenizer)
+  if (!model.empty() && !tokenizer.empty())
     return usage_error("--tokenizer is for --explain without a model", kDecideUsage);
   runtime::SessionOptions so;
-  if (const std::string* b = last(a, "backends")) {
-    so.backends.clear();
-    size_t at = 0;
-    while (at <= b->size()) {
-      const size_t c = b->find(',', at);
-      const std::string item = b->substr(at, c == std::string::npos ? std::string::npos : c - at);
-      if (!item.empty()) so.backends.push_back(item);
-      if (c == std::string::npos) break;
-      at = c + 1;
-    }
-    if (so.backends.empty()) return usage_error("--backends needs at least one name", kDecideUsage);
-  }
-  if (const std::string* k = last(a, "kernels")) so.backend.kernels = *k;
-  if (const std::string* t = last(a, "threads")) {
-    char* end = nullptr;
-    const long v = std::strtol(t->c_str(), &end, 10);
-    if (t->empty() || *end || v < 0 || v > 1024)
-      return usage_error("--threads must be a number >= 0", kDecideUsage);
-    so.backend.n_threads = static_cast<int>(v);
-  }
+  std::string err;
+  so.backends.clear();
+  if (!split_list(backends, "--backends", &so.backends, &err))
+    return usage_error(err, kDecideUsage);
+  so.backend.n_threads = static_cast<int>(threads);
+  hal::BackendOptions cpu;
+  cpu.n_threads = static_cast<int>(threads);
+  cpu.settings = {{"kernels", kernels}};
+  so.backend_options.emplace_back("cpu", cpu);
 
   // The request first: a refused request never costs a model load.
-  Result<std::string> text = read_request_file(*request);
+  Result<std::string> text = read_request_file(request);
   if (!text.is_ok()) return refuse(text.status());
   Result<decision::DecisionRequest> req = decision::parse_request(*text);
   if (!req.is_ok()) return refuse(req.status());
 
-  if (!model) {
-    Result<decision::ModelTokenizer> tok = decision::tokenizer_from_file(*tokenizer);
+  if (model.empty()) {
+    Result<decision::ModelTokenizer> tok = decision::tokenizer_from_file(tokenizer);
     if (!tok.is_ok()) return refuse(tok.status());
     decision::DecisionSettings settings;
     Result<Value> out =
@@ -277,7 +221,7 @@ int cmd_decide(int argc, char** argv) {
     print_json(*out);
     return 0;
   }
-  Result<ir::Graph> g = ir::model_load(*model);
+  Result<ir::Graph> g = ir::model_load(model);
   if (!g.is_ok()) return refuse(g.status());
   Result<decision::ModelTokenizer> tok = decision::model_tokenizer(*g);
   if (!tok.is_ok()) return refuse(tok.status());

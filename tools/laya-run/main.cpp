@@ -3,6 +3,8 @@
 //   laya-run inspect MODEL.laya [--graph] [--kernels K] [--backends A,B] [--threads N]
 //   laya-run run MODEL.laya [--dim NAME=N]... [--input NAME=FILE.npy]... [--seed N] [--repeat N]
 //                [--threads N] [--kernels K] [--backends A,B] [--save DIR] [--profile]
+//   laya-run profile MODEL.laya [--backend ax8850] [--vnpu M] [--host chip|pcie] [--dim NAME=N]...
+//                    [--json] [--trace FILE] [--sweep NAME=A,B,...] (tools/laya-run/profile.cpp)
 //   laya-run backends
 //   laya-run route --request REQ.json [router options]          (tools/laya-run/decide.cpp)
 //   laya-run decide --model M.laya --request REQ.json [--explain]
@@ -30,6 +32,7 @@
 #include "tools/laya-run/commands.h"
 #include "tools/cli.h"
 #include "tools/laya-run/npy.h"
+#include "tools/laya-run/profile.h"
 
 namespace {
 
@@ -42,6 +45,7 @@ constexpr const char* kUsage =
     "usage:\n"
     "  laya-run inspect MODEL.laya [options]   ops, parameters, inputs/outputs, memory plan\n"
     "  laya-run run MODEL.laya [options]       run once or more, print outputs and wall time\n"
+    "  laya-run profile MODEL.laya [options]   modelled time per op, call and group (ax8850)\n"
     "  laya-run backends                       list the HAL backends in this build\n"
     "  laya-run decide --model M --request R   a typed decision (the SDK's result as JSON)\n"
     "  laya-run route --request R              the checkpoint the Laya router would choose\n"
@@ -146,13 +150,19 @@ struct CommonOptions {
         return "--backends: no backend '" + name + "' in this build (have: " + have + ")";
       }
     }
-    so->backend.kernels = kernels;
+    hal::BackendOptions cpu;
+    cpu.n_threads = static_cast<int>(threads);
+    cpu.settings = {{"kernels", kernels}};
+    so->backend_options.emplace_back("cpu", cpu);
     so->backend.n_threads = static_cast<int>(threads);
     return "";
   }
 };
 
-std::string kernels_label(const std::string& k) {
+std::string kernels_label(const runtime::SessionOptions& so) {
+  std::string k = "auto";
+  for (const auto& [name, o] : so.backend_options)
+    if (name == "cpu") k = o.get("kernels", "auto");
   if (k != "auto") return k;
   return std::string("auto = ") +
          kernels::kernel_target_name(kernels::kernel_hwy_targets().front());
@@ -250,11 +260,12 @@ int cmd_inspect(int argc, char** argv) {
   Result<std::unique_ptr<runtime::Session>> s = runtime::Session::prepare(*g, so);
   if (!s.is_ok()) return fail(s.status());
   const runtime::Session& sess = **s;
-  std::printf("placement (kernels %s):\n", kernels_label(so.backend.kernels).c_str());
+  std::printf("placement (kernels %s):\n", kernels_label(so).c_str());
   for (size_t e = 0; e < sess.executables().size(); ++e) {
     const runtime::ExecutableInfo& x = sess.executables()[e];
-    std::printf("  executable %zu on %s: nodes %u..%u (%zu)\n", e, x.backend.c_str(),
-                x.nodes.front(), x.nodes.back(), x.nodes.size());
+    std::printf("  executable %zu on %s: %zu node(s), '%s' .. '%s'\n", e, x.backend.c_str(),
+                x.nodes.size(), g->nodes[x.nodes.front()].name.c_str(),
+                g->nodes[x.nodes.back()].name.c_str());
   }
   for (size_t n = 0; n < sess.placement().size(); ++n)
     if (!sess.placement()[n].fallback_reason.empty())
@@ -300,16 +311,15 @@ int plain_symbol(const ir::Dim& d) {
 
 struct OpTimes {
   const ir::Graph* g = nullptr;
-  std::map<std::string, std::pair<double, int>> by_op;  // name -> (ms, calls)
-  bool modelled = false;
+  // (op name, modelled) -> (ms, calls): measured and modelled times are never added together.
+  std::map<std::pair<std::string, bool>, std::pair<double, int>> by_op;
 };
 
 void on_node(void* user, ir::NodeId node, double ms, bool modelled) {
   OpTimes* t = static_cast<OpTimes*>(user);
-  auto& e = t->by_op[ir::op_name(t->g->nodes[node].op)];
+  auto& e = t->by_op[{ir::op_name(t->g->nodes[node].op), modelled}];
   e.first += ms;
   e.second += 1;
-  t->modelled = t->modelled || modelled;
 }
 
 int cmd_run(int argc, char** argv) {
@@ -433,8 +443,7 @@ int cmd_run(int argc, char** argv) {
   std::vector<const void*> in_ptrs(g.inputs.size());
   std::printf("model: %s (load %.1f ms, prepare %.1f ms, pack %.1f ms)\n", path.c_str(), load_ms,
               prepare_ms, bind_ms);
-  std::printf("backends: %s; kernels: %s\n", common.backends.c_str(),
-              kernels_label(so.backend.kernels).c_str());
+  std::printf("backends: %s; kernels: %s\n", common.backends.c_str(), kernels_label(so).c_str());
   std::string dims;
   for (size_t i = 0; i < sym_values.size(); ++i)
     dims += (dims.empty() ? "" : " ") + g.symbols[i].name + "=" + std::to_string(sym_values[i]);
@@ -551,21 +560,25 @@ int cmd_run(int argc, char** argv) {
   std::printf("memory high-water: persistent %s, activations %s, scratch %s\n",
               human_bytes(hw.persistent_bytes).c_str(), human_bytes(hw.activation_bytes).c_str(),
               human_bytes(hw.scratch_bytes).c_str());
-  if (profile) {
-    std::printf("profile (%s, total over %lld runs):\n", times.modelled ? "modelled" : "measured",
-                static_cast<long long>(repeat));
-    std::vector<std::pair<double, std::string>> rows;
-    double total = 0;
-    for (const auto& [name, e] : times.by_op) {
-      rows.emplace_back(e.first, name);
-      total += e.first;
+  if (profile)
+    for (bool modelled : {false, true}) {
+      std::vector<std::pair<double, std::string>> rows;
+      double total = 0;
+      for (const auto& [key, e] : times.by_op)
+        if (key.second == modelled) {
+          rows.emplace_back(e.first, key.first);
+          total += e.first;
+        }
+      if (rows.empty()) continue;
+      std::printf("profile (%s, total over %lld runs):\n",
+                  modelled ? "modelled by the backend's cost model" : "measured",
+                  static_cast<long long>(repeat));
+      std::sort(rows.rbegin(), rows.rend());
+      for (const auto& [t, name] : rows)
+        std::printf("  %-12s %10.3f %s/run  %5.1f%%  (%d calls)\n", name.c_str(),
+                    t / static_cast<double>(repeat), modelled ? "modelled_ms" : "ms",
+                    total > 0 ? 100.0 * t / total : 0.0, times.by_op[{name, modelled}].second);
     }
-    std::sort(rows.rbegin(), rows.rend());
-    for (const auto& [t, name] : rows)
-      std::printf("  %-12s %10.3f %s/run  %5.1f%%  (%d calls)\n", name.c_str(),
-                  t / static_cast<double>(repeat), times.modelled ? "modelled_ms" : "ms",
-                  total > 0 ? 100.0 * t / total : 0.0, times.by_op[name].second);
-  }
   return 0;
 }
 
@@ -614,6 +627,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "decide") return laya::tools::cmd_decide(argc, argv);
   if (cmd == "route") return laya::tools::cmd_route(argc, argv);
+  if (cmd == "profile") return tools::cmd_profile(argc, argv);
   if (cmd == "backends") return cmd_backends(argc, argv);
   return bad_args("unknown command '" + cmd + "'", kUsage);
 }
