@@ -469,14 +469,17 @@ void dequantize_row_q6_K(const BlockQ6_K* x, float* y, int64_t n) {
 void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
     float amax = 0, max = 0;
+    bool finite = true;
     for (int j = 0; j < kQK_K; ++j) {
+      finite = finite && std::isfinite(x[j]);
       if (std::fabs(x[j]) > amax) {
         amax = std::fabs(x[j]);
         max = x[j];
       }
     }
-    if (amax == 0) {
+    if (!finite || amax < kActMinAmax) {  // ggml: amax == 0 only (the rest is undefined there)
       std::memset(&y[b], 0, sizeof y[b]);
+      if (!finite) y[b].d = NAN;
       continue;
     }
     const float iscale = -127.0f / max;

@@ -148,9 +148,11 @@ void dequantize_row_q5_K(const BlockQ5_K* x, float* y, int64_t n);
 void dequantize_row_q6_K(const BlockQ6_K* x, float* y, int64_t n);
 
 // q8_K, ggml's quantize_row_q8_K_ref (which ggml's x86 build uses for activations): per
-// super-block, max = the value of largest magnitude; max == 0 gives d = 0 and zeros; else
-// iscale = -127 / max, q = min(127, nearbyint(iscale * x)) (nearest even, as ggml's nearest_int),
-// d = 1 / iscale, bsums. SIMD quantizers must reproduce it bit for bit.
+// super-block, max = the value of largest magnitude; |max| < kActMinAmax (below) gives d = 0 and
+// zeros (ggml: max == 0; a tiny max overflows iscale there); a super-block holding an inf or a
+// NaN gives zeros and d = NaN (every output it feeds is NaN, the activation quantizers' rule
+// below); else iscale = -127 / max, q = min(127, nearbyint(iscale * x)) (nearest even, as ggml's
+// nearest_int), d = 1 / iscale, bsums. SIMD quantizers must reproduce it bit for bit.
 void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n);
 
 // ---- activation quantizers (the matmul kernels' on-the-fly side) ------------------------------

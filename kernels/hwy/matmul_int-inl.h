@@ -493,10 +493,12 @@ inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t sl
     for (int64_t i = 0; i < kQK_K; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
     const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
     const int64_t at = b * lay.rows + slot;
-    if (amax == 0.0f) {  // includes an all-zero super-block; d = 0, zeros
+    bool finite = true;
+    for (int i = 0; i < kQK_K; ++i) finite = finite && std::isfinite(xb[i]);
+    if (!finite || amax < kActMinAmax) {  // quant.h's rule: zeros, d = 0 (tiny) or NaN (inf/NaN)
       std::memset(tmp, bias128 ? 0x80 : 0, sizeof tmp);
       put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
-      dd[at] = 0.0f;
+      dd[at] = finite ? 0.0f : NAN;
       for (int j = 0; j < nsub; ++j) ss[(b * nsub + j) * lay.rows + slot] = 0;
       continue;
     }

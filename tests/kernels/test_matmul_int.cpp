@@ -528,15 +528,16 @@ TEST_CASE("int matmul: non-finite and tiny activations quantize by quant.h's rul
   }
   // Through whole matmuls: a row holding an inf gives NaN outputs on every path, the other rows
   // the reference's values.
-  const int64_t m = 3, n = 20;
-  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k)), bias(n, 0.0f);
+  // K = 256: one K-quant super-block (q8_K activations), eight q8 blocks.
+  const int64_t m = 3, n = 20, kk = 256;
+  std::vector<float> w(static_cast<size_t>(n * kk)), x(static_cast<size_t>(m * kk)), bias(n, 0.0f);
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 11) - 0.5f;
-  x[k + 7] = INFINITY;  // row 1
+  x[kk + 7] = INFINITY;  // row 1
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
-      const Weights wt = make_weights(type, w, n, k);
-      const Case c{m, n, k, 0, 0, false};
+      const Weights wt = make_weights(type, w, n, kk);
+      const Case c{m, n, kk, 0, 0, false};
       const std::vector<float> yr =
           run_kernel(kernel_table_ref().matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
       const std::vector<float> yh =
