@@ -79,7 +79,7 @@ expect 1 "kFileBadIdentifier" -- inspect "$tmp/junk.laya"
 expect 1 "kFileEmpty" -- run "$tmp/empty.laya"
 head -c 5000 "$enc" >"$tmp/trunc.laya"
 expect 1 "kFileTruncated" -- run "$tmp/trunc.laya"
-expect 2 "--backends: no backend 'npu9' in this build \(have: cpu, null\)" -- run "$enc" --backends npu9
+expect 2 "--backends: no backend 'npu9' in this build \(have: cpu, null, ax8850\)" -- run "$enc" --backends npu9
 expect 2 "--kernels nosuchisa is not one of: auto, ref" -- run "$enc" --kernels nosuchisa
 expect 0 "^cpu .*thread" -- backends
 expect 0 "^null .*supports no op" -- backends
