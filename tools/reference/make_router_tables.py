@@ -64,6 +64,7 @@ def main():
       % (sys.version.split()[0], unicodedata.unidata_version))
     w("// upstream Laya SDK %s (laya.lang, laya.router; Apache-2.0). Do not edit.\n" % laya.__version__)
     w("// Included by runtime/laya/pystr.cpp, lang.cpp and router.cpp only.\n")
+    w("// clang-format off\n")
     w("#pragma once\n\n#include <cstdint>\n#include <string_view>\n\n")
     w("namespace laya::decision::tables {\n\n")
 
