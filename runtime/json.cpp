@@ -63,6 +63,10 @@ Value Value::string(std::string s) {
   return v;
 }
 
+Value Value::array() {
+  return array(std::vector<Value>());
+}
+
 Value Value::array(std::vector<Value> items) {
   Value v;
   v.kind_ = Kind::kArray;

@@ -43,7 +43,8 @@ class Value {
   // A double; printed as Python's repr (149.0, 1e-05, 1e+16; NaN / Infinity / -Infinity).
   static Value number(double v);
   static Value string(std::string s);
-  static Value array(std::vector<Value> items = {});
+  static Value array();  // empty (no default argument: Value is incomplete here for clang)
+  static Value array(std::vector<Value> items);
   static Value object();
 
   Kind kind() const { return kind_; }
