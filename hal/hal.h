@@ -15,6 +15,16 @@
 //   reshape(exe, v)  new concrete shapes and their bucket: per-shape decisions; allocates nothing
 //   execute(exe, c)  run; allocates nothing, validates nothing but indices read from tensors
 //
+// States: values of kind ir::ValueKind::kState (listed in ir::Graph::states) are tensors the caller
+// owns that persist across executes (a KV cache, runtime/kv_cache.h). Only kv_write reads a state
+// (as its cache input), and kv_write's output aliases the state's memory: the TensorBindings of the
+// state and of that output both point at the caller's memory. The pointer is set before reshape
+// and stays the same until the next reshape (the session reshapes again when the caller rebinds
+// states), and between executes only the state's owner writes it. So a backend may keep a state
+// resident (e.g. the AX8850 in device memory): take it in at reshape when the pointer changed,
+// and keep it current across executes; it must never plan or free that memory. TODO(#8): an entry
+// that tells such a backend when the owner changed a state's bytes (KvCache::copy_seq).
+//
 // Errors: every entry returns Status / Result (ir/status.h); a backend never aborts or throws.
 // Threads: a backend owns its workers (the CPU backend a oneTBB arena); none appear here.
 // Conformance: tests/hal/test_conformance.cpp runs every op case on every registered backend
@@ -190,9 +200,10 @@ class Backend {
   // (needs().device_bytes). `persistent` must outlive `exe`.
   virtual Status load(Executable& exe, void* persistent, uint64_t bytes) = 0;
 
-  // Concrete shapes for the next executes (`values` as in ExecContext; only extents are read),
-  // which fall in PrepareOptions::buckets[bucket]. Each extent is at most the max_extents given
-  // to prepare. Allocates nothing.
+  // Concrete shapes for the next executes (`values` as in ExecContext: extents are final, and so
+  // are the data pointers of weights, activations and states; graph inputs and outputs come at
+  // execute), which fall in PrepareOptions::buckets[bucket]. Each extent is at most the
+  // max_extents given to prepare. Allocates nothing.
   virtual Status reshape(Executable& exe, const TensorBinding* values, int bucket) = 0;
 
   // Runs the subgraph. Allocates nothing; the only data check is on indices read from tensors

@@ -46,6 +46,19 @@ ValueId GraphBuilder::input(const std::string& name, DType dtype, const Shape& s
   return id;
 }
 
+ValueId GraphBuilder::state(const std::string& name, DType dtype, const Shape& shape) {
+  if (!ok()) return kNoValue;
+  Value v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = shape;
+  v.kind = ValueKind::kState;
+  graph_.values.push_back(std::move(v));
+  const ValueId id = static_cast<ValueId>(graph_.values.size() - 1);
+  graph_.states.push_back(id);
+  return id;
+}
+
 bool GraphBuilder::check_weight(const std::string& name, DType dtype, const Shape& shape,
                                 const void* data, uint64_t nbytes) {
   if (!ok()) return false;
@@ -267,6 +280,11 @@ std::vector<ValueId> GraphBuilder::split(ValueId x, const std::vector<int64_t>& 
   Attrs a;
   a.sizes = sizes;
   return node(Op::kSplit, {x}, a, name);
+}
+
+ValueId GraphBuilder::kv_write(ValueId cache, ValueId rows, ValueId cells,
+                               const std::string& name) {
+  return node1(Op::kKvWrite, {cache, rows, cells}, {}, name);
 }
 
 void GraphBuilder::output(ValueId v, const std::string& name) {

@@ -31,6 +31,10 @@ class GraphBuilder {
   ValueId input(const std::string& name, DType dtype, const Shape& shape,
                 InputRole role = InputRole::kNone);
 
+  // A state: a caller-owned tensor that persists across executes (a KV cache of [1, C, W]), listed
+  // in Graph::states; read it only through kv_write.
+  ValueId state(const std::string& name, DType dtype, const Shape& shape);
+
   // A constant. Copies `nbytes` from `data` into graph-owned 64-byte-aligned storage; `nbytes`
   // must equal the shape's element count in `dtype` (checked).
   ValueId weight(const std::string& name, DType dtype, const Shape& shape, const void* data,
@@ -82,6 +86,8 @@ class GraphBuilder {
   ValueId glu(ValueId x, ActKind act, const std::string& name = "");
   std::vector<ValueId> split(ValueId x, const std::vector<int64_t>& sizes,
                              const std::string& name = "");
+  // Writes rows [B, S, W] into cells i32 [B, S] of `cache` (a state) and returns the cache.
+  ValueId kv_write(ValueId cache, ValueId rows, ValueId cells, const std::string& name = "");
 
   // Marks `v` (a node output) as a graph output, renaming it when `name` is given.
   void output(ValueId v, const std::string& name = "");

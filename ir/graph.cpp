@@ -49,6 +49,8 @@ const char* value_kind_name(ValueKind k) {
       return "weight";
     case ValueKind::kActivation:
       return "activation";
+    case ValueKind::kState:
+      return "state";
   }
   return "?";
 }
@@ -63,8 +65,25 @@ const char* input_role_name(InputRole r) {
       return "positions";
     case InputRole::kKeyMask:
       return "key_mask";
+    case InputRole::kSeqIds:
+      return "seq_ids";
+    case InputRole::kCacheCells:
+      return "cache_cells";
+    case InputRole::kCellPositions:
+      return "cell_positions";
+    case InputRole::kCellSeqIds:
+      return "cell_seq_ids";
   }
   return "?";
+}
+
+ValueId aliased_state(const Graph& g, ValueId v) {
+  if (v >= g.values.size()) return kNoValue;
+  const Value& x = g.values[v];
+  if (x.kind == ValueKind::kState) return v;
+  if (x.kind != ValueKind::kActivation || x.producer >= g.nodes.size()) return kNoValue;
+  const Node& n = g.nodes[x.producer];
+  return n.op == Op::kKvWrite && !n.inputs.empty() ? n.inputs[0] : kNoValue;
 }
 
 ValueId Graph::find_value(const std::string& name) const {
@@ -104,6 +123,7 @@ bool graph_equal(const Graph& a, const Graph& b, std::string* why) {
   }
   if (a.inputs != b.inputs) return fail(why, "graph inputs");
   if (a.outputs != b.outputs) return fail(why, "graph outputs");
+  if (a.states != b.states) return fail(why, "graph states");
 
   const Metadata &m = a.meta, &n = b.meta;
   if (m.architecture != n.architecture) return fail(why, "architecture");

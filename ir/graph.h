@@ -7,7 +7,9 @@
 //    are omitted at the end and kNoValue before a present input (see Node::inputs);
 //  - each activation has exactly one producer; each value's shape and dtype are what shape
 //    inference derives from its producer;
-//  - quantization parameters fit the dtype; weight byte sizes match shape x dtype.
+//  - quantization parameters fit the dtype; weight byte sizes match shape x dtype;
+//  - every state value is listed once in `states`, has no data, and is read only by kv_write (its
+//    cache input, at most one kv_write per state); a kv_write output is not a graph output.
 //
 // Ownership: a Graph owns everything it points to. Weight bytes (`Value::data`) live either in the
 // memory-mapped model file or in buffers made by GraphBuilder; `keepalive` holds those owners, so
@@ -77,15 +79,21 @@ enum class ValueKind : uint8_t {
   kInput,       // graph input, bound by the caller at execute
   kWeight,      // constant; bytes in `Value::data`
   kActivation,  // produced by a node (graph outputs are activations listed in Graph::outputs)
+  kState,       // caller-owned tensor that persists across executes (a KV cache); listed in
+                // Graph::states, read only by kv_write, whose output aliases its memory
 };
 const char* value_kind_name(ValueKind k);
 
 // What a graph input carries, so tools and runners can fill it (laya-run generates inputs by role).
 enum class InputRole : uint8_t {
-  kNone,       // generic data (random floats when generated)
-  kTokenIds,   // i32 token ids in [0, vocab)
-  kPositions,  // i32 positions (0, 1, 2, ... per row when generated)
-  kKeyMask,    // i32 1 = real token, 0 = padding
+  kNone,           // generic data (random floats when generated)
+  kTokenIds,       // i32 token ids in [0, vocab)
+  kPositions,      // i32 positions (0, 1, 2, ... per row when generated)
+  kKeyMask,        // i32 1 = real token, 0 = padding
+  kSeqIds,         // i32 sequence id of each token (attention q_seq)
+  kCacheCells,     // i32 KV cache cell of each token (kv_write cells)
+  kCellPositions,  // i32 position of each KV cache cell (attention k_pos)
+  kCellSeqIds,     // i32 sequence id of each KV cache cell, -1 = empty (attention k_seq)
 };
 const char* input_role_name(InputRole r);
 
@@ -173,6 +181,7 @@ struct Graph {
   std::vector<Node> nodes;  // topological order
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
+  std::vector<ValueId> states;  // kState values, bound by the caller in this order
   Metadata meta;
   std::vector<std::shared_ptr<const void>> keepalive;  // owners of weight and blob bytes
 
@@ -180,6 +189,11 @@ struct Graph {
   ValueId find_value(const std::string& name) const;
   int find_symbol(const std::string& name) const;  // -1 if absent
 };
+
+// The state whose memory value `v` is: `v` itself for a state, the cache input of the kv_write
+// that produced `v`, else kNoValue. Such values are never planned: they live in the caller's
+// state memory. Expects a verified graph.
+ValueId aliased_state(const Graph& g, ValueId v);
 
 // Checks every invariant listed at the top of this file. Returns the first problem found, with a
 // message naming the node / value.
@@ -189,8 +203,9 @@ Status graph_verify(const Graph& g);
 // Used by the round-trip tests; `why` (optional) receives the first difference.
 bool graph_equal(const Graph& a, const Graph& b, std::string* why = nullptr);
 
-// Human-readable dump: symbols, inputs, weights (dtype, shape, quant), one line per node (outputs,
-// op, inputs, non-default attributes, every output's type), outputs. Expects a verified graph.
+// Human-readable dump: symbols, inputs, states, weights (dtype, shape, quant), one line per node
+// (outputs, op, inputs, non-default attributes, every output's type), outputs. Expects a verified
+// graph.
 std::string graph_print(const Graph& g);
 
 // Number of parameters (weight elements) and bytes, in total and per dtype. Counted in checked

@@ -29,7 +29,10 @@ MemoryPlan memory_plan(const Graph& g, const std::vector<uint64_t>& bytes, uint6
   std::vector<ValueId> planned;
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = g.values[v];
-    if (val.kind != ValueKind::kActivation || is_output[v]) continue;
+    // Graph outputs live in caller buffers, kv_write outputs in the caller's state memory.
+    if (val.kind != ValueKind::kActivation || is_output[v] ||
+        aliased_state(g, static_cast<ValueId>(v)) != kNoValue)
+      continue;
     p.first[v] = p.last[v] = val.producer;
     p.size[v] = round_up(std::max<uint64_t>(bytes[v], 1), align);
     p.unshared_bytes += p.size[v];

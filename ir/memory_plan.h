@@ -1,8 +1,9 @@
 // The activation memory planner: liveness -> offsets in one arena.
 //
-// Every activation that is not a graph output (those live in caller buffers) gets a byte range in
-// one activation region. A value is live from the node that produces it to the last node that
-// reads it; two values whose live ranges intersect never share bytes. Placement is greedy by size
+// Every activation that is not a graph output (those live in caller buffers) nor a kv_write output
+// (the caller's state memory, ir::aliased_state) gets a byte range in one activation region. A
+// value is live from the node that produces it to the last node that reads it; two values whose
+// live ranges intersect never share bytes. Placement is greedy by size
 // (largest first, each at the lowest aligned offset that fits between the already-placed buffers it
 // is live with), as TFLM's greedy planner does. Plans are made per shape bucket (the runtime calls
 // this once per bucket with the bucket's largest shapes) at prepare, never at execute.

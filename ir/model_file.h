@@ -6,7 +6,7 @@
 //   offset 4   u32 root offset        } a size-prefixed FlatBuffer of `fb_size` bytes with file
 //   offset 8   "LAYA"                 } identifier "LAYA" and root table laya.fb.Model
 //   ...        Model { format_major, format_minor, weights_offset, weights_size, symbols, values,
-//                      nodes, inputs, outputs, metadata }          (schema: ir/schema/laya.fbs)
+//                      nodes, inputs, outputs, metadata, states }  (schema: ir/schema/laya.fbs)
 //   4+fb_size  zero padding up to `weights_offset`
 //   weights_offset (absolute, a multiple of 64): the weight section, `weights_size` bytes. Every
 //              weight tensor, the embedded tokenizer and every precompiled backend executable is
@@ -21,9 +21,9 @@
 //
 // What is stored: everything in ir::Graph (symbols with bounds; values with name, dtype, symbolic
 // shape as constant + per-symbol coefficients, quantization, kind, input role, weight bytes; nodes
-// with op, name, inputs, outputs and every attribute of ir/attrs.inc plus `sizes`; graph inputs and
-// outputs; all of ir::Metadata). Value::producer is not stored: the loader derives it from the node
-// outputs.
+// with op, name, inputs, outputs and every attribute of ir/attrs.inc plus `sizes`; graph inputs,
+// outputs and states; all of ir::Metadata). Value::producer is not stored: the loader derives it
+// from the node outputs.
 //
 // ---- Loader checks, in order, and the code each failure returns --------------------------------
 //
@@ -66,11 +66,13 @@
 //   tokenizer / executable extents: same two checks as weights             kFileOffsetOutOfBounds
 //                                                                          / kFileMisaligned
 //   an executable without a data extent                                    kFileCorrupt
+//   (graph input / output / state ids are checked by graph_verify: id range, kind, uniqueness)
 //   then ir::graph_verify (see ir/graph.h): e.g. a node reading a value defined only later
 //   (kGraphUndefinedValue), a cycle (kGraphCycle), a stored dtype that is not what the node
 //   computes (kGraphDtypeMismatch), quantization that does not fit the dtype
 //   (kGraphQuantMismatch), inconsistent shapes (kGraphShapeMismatch), bad attributes
-//   (kGraphBadAttribute), bad inputs/outputs lists or symbols (kGraphInvalid).
+//   (kGraphBadAttribute), bad inputs / outputs / states lists, a state read by anything but
+//   kv_write, or bad symbols (kGraphInvalid).
 //  Every count and id read from the file is checked before it is used; any input, however
 //  damaged, returns a Status (tested with every truncation and thousands of random byte flips
 //  under ASan/UBSan). Messages name the value / node / field and the numbers involved.
@@ -90,7 +92,9 @@ inline constexpr uint16_t kModelFormatMajor = 1;
 // not know with a graph error):
 //   1.0  the first format
 //   1.1  attention takes q_pos, k_pos, q_seq, k_seq (inputs 4..7); node inputs may hold kNoValue
-inline constexpr uint16_t kModelFormatMinor = 1;
+//   1.2  K-quant dtypes q4_K, q5_K, q6_K; state values (ValueKind state, Model.states), the
+//        kv_write op, input roles seq_ids, cache_cells, cell_positions, cell_seq_ids
+inline constexpr uint16_t kModelFormatMinor = 2;
 // Alignment of the weight section and of every byte range in it.
 inline constexpr uint64_t kModelAlignment = 64;
 

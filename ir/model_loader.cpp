@@ -36,13 +36,18 @@ static_assert(static_cast<int>(fb::QuantKind::none) == static_cast<int>(QuantKin
 static_assert(static_cast<int>(fb::ValueKind::input) == static_cast<int>(ValueKind::kInput) &&
               static_cast<int>(fb::ValueKind::weight) == static_cast<int>(ValueKind::kWeight) &&
               static_cast<int>(fb::ValueKind::activation) ==
-                  static_cast<int>(ValueKind::kActivation));
-static_assert(static_cast<int>(fb::InputRole::none) == static_cast<int>(InputRole::kNone) &&
-              static_cast<int>(fb::InputRole::token_ids) ==
-                  static_cast<int>(InputRole::kTokenIds) &&
-              static_cast<int>(fb::InputRole::positions) ==
-                  static_cast<int>(InputRole::kPositions) &&
-              static_cast<int>(fb::InputRole::key_mask) == static_cast<int>(InputRole::kKeyMask));
+                  static_cast<int>(ValueKind::kActivation) &&
+              static_cast<int>(fb::ValueKind::state) == static_cast<int>(ValueKind::kState));
+static_assert(
+    static_cast<int>(fb::InputRole::none) == static_cast<int>(InputRole::kNone) &&
+    static_cast<int>(fb::InputRole::token_ids) == static_cast<int>(InputRole::kTokenIds) &&
+    static_cast<int>(fb::InputRole::positions) == static_cast<int>(InputRole::kPositions) &&
+    static_cast<int>(fb::InputRole::key_mask) == static_cast<int>(InputRole::kKeyMask) &&
+    static_cast<int>(fb::InputRole::seq_ids) == static_cast<int>(InputRole::kSeqIds) &&
+    static_cast<int>(fb::InputRole::cache_cells) == static_cast<int>(InputRole::kCacheCells) &&
+    static_cast<int>(fb::InputRole::cell_positions) ==
+        static_cast<int>(InputRole::kCellPositions) &&
+    static_cast<int>(fb::InputRole::cell_seq_ids) == static_cast<int>(InputRole::kCellSeqIds));
 static_assert(FLATBUFFERS_LITTLEENDIAN, "the .laya size prefix is read as little endian");
 
 namespace {
@@ -362,6 +367,7 @@ Status Parser::nodes() {
   }
   if (model_->inputs()) g_.inputs.assign(model_->inputs()->begin(), model_->inputs()->end());
   if (model_->outputs()) g_.outputs.assign(model_->outputs()->begin(), model_->outputs()->end());
+  if (model_->states()) g_.states.assign(model_->states()->begin(), model_->states()->end());
   return Status::ok();
 }
 

@@ -183,9 +183,10 @@ Status model_write(const Graph& g, const std::string& path) {
   const auto inputs_vec = b.CreateVector(g.inputs);
   const auto outputs_vec = b.CreateVector(g.outputs);
   const auto meta = write_metadata(b, g.meta, &plan);
-  const auto root =
-      fb::CreateModel(b, kModelFormatMajor, kModelFormatMinor, /*weights_offset=*/0, plan.end,
-                      symbols_vec, values_vec, nodes_vec, inputs_vec, outputs_vec, meta);
+  const auto states_vec = b.CreateVector(g.states);
+  const auto root = fb::CreateModel(b, kModelFormatMajor, kModelFormatMinor, /*weights_offset=*/0,
+                                    plan.end, symbols_vec, values_vec, nodes_vec, inputs_vec,
+                                    outputs_vec, meta, states_vec);
   fb::FinishSizePrefixedModelBuffer(b, root);
   const uint64_t fb_total = b.GetSize();
   const uint64_t weights_offset = align_up(fb_total);

@@ -78,6 +78,11 @@ std::string graph_print(const Graph& g) {
   for (ValueId id : g.inputs)
     out += "  " + value_ref(g, id) + ": " + type_str(g, g.values[id]) + " (" +
            input_role_name(g.values[id].role) + ")\n";
+  if (!g.states.empty()) {
+    out += "states:\n";
+    for (ValueId id : g.states)
+      out += "  " + value_ref(g, id) + ": " + type_str(g, g.values[id]) + "\n";
+  }
   out += "weights:\n";
   for (size_t i = 0; i < g.values.size(); ++i) {
     const Value& v = g.values[i];

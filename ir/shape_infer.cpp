@@ -326,6 +326,27 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
             "sizes sum to " + std::to_string(sum) + ", last dimension is " + std::to_string(width));
       return Status::ok();
     }
+    case Op::kKvWrite: {
+      const Value& cache = c.in(0);
+      if (cache.kind != ValueKind::kState)
+        return c.err(StatusCode::kGraphInvalid, "cache '" + cache.name + "' is " +
+                                                    value_kind_name(cache.kind) +
+                                                    ", expected a state value");
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "cache"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 3, 3, "cache"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kF32, "rows"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(1, 3, 3, "rows"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(2, DType::kI32, "cells"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(2, 2, 2, "cells"));
+      const Shape &cs = cache.shape, &rs = c.in(1).shape, &ids = c.in(2).shape;
+      LAYA_RETURN_IF_ERROR(c.want_eq(cs.dims[0], Dim::fixed(1), "cache batch"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(rs.dims[2], cs.dims[2], "rows width vs cache width"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(ids.dims[0], rs.dims[0], "cells batch vs rows batch"));
+      LAYA_RETURN_IF_ERROR(c.want_eq(ids.dims[1], rs.dims[1], "cells length vs rows length"));
+      o.dtype = cache.dtype;
+      o.shape = cs;
+      return Status::ok();
+    }
     case Op::kCount:
       break;
   }

@@ -131,6 +131,7 @@ Status graph_verify(const Graph& g) {
         break;
       }
       case ValueKind::kInput:
+      case ValueKind::kState:
       case ValueKind::kActivation: {
         Result<uint64_t> bytes = dtype_bytes(v.dtype, max_count);
         if (!bytes.is_ok())
@@ -160,6 +161,21 @@ Status graph_verify(const Graph& g) {
     if (g.values[i].kind == ValueKind::kInput && !listed[i])
       return value_err(StatusCode::kGraphInvalid, static_cast<ValueId>(i), g.values[i],
                        "input value missing from the graph inputs");
+  std::fill(listed.begin(), listed.end(), 0);
+  for (ValueId id : g.states) {
+    if (id >= nv)
+      return status_error(StatusCode::kGraphInvalid, "graph state id %u out of range", id);
+    if (g.values[id].kind != ValueKind::kState || listed[id])
+      return value_err(StatusCode::kGraphInvalid, id, g.values[id],
+                       "listed as a graph state but is not a (unique) state value");
+    if (g.values[id].name.empty())
+      return value_err(StatusCode::kGraphInvalid, id, g.values[id], "states need a name");
+    listed[id] = 1;
+  }
+  for (size_t i = 0; i < nv; ++i)
+    if (g.values[i].kind == ValueKind::kState && !listed[i])
+      return value_err(StatusCode::kGraphInvalid, static_cast<ValueId>(i), g.values[i],
+                       "state value missing from the graph states");
   std::fill(listed.begin(), listed.end(), 0);
   for (ValueId id : g.outputs) {
     if (id >= nv)
@@ -212,8 +228,25 @@ Status graph_verify(const Graph& g) {
                        "is never produced: node " + std::to_string(g.values[i].producer) + " '" +
                            g.nodes[g.values[i].producer].name + "' does not write it");
   std::vector<InferredOutput> inferred;
+  std::vector<NodeId> state_writer(nv, kNoNode);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
+    for (size_t slot = 0; slot < n.inputs.size(); ++slot) {
+      const ValueId in = n.inputs[slot];
+      if (in >= nv || g.values[in].kind != ValueKind::kState) continue;
+      const Value& v = g.values[in];
+      if (n.op != Op::kKvWrite || slot != 0)
+        return status_error(StatusCode::kGraphInvalid,
+                            "node %zu '%s' (%s) reads state '%s': a state is read only as the "
+                            "cache of kv_write (read its output instead)",
+                            i, n.name.c_str(), op_name(n.op), v.name.c_str());
+      if (state_writer[in] != kNoNode)
+        return status_error(StatusCode::kGraphInvalid,
+                            "state '%s' is written by kv_write nodes %u and %zu (one writer per "
+                            "state)",
+                            v.name.c_str(), state_writer[in], i);
+      state_writer[in] = static_cast<NodeId>(i);
+    }
     for (ValueId in : n.inputs) {
       if (in == kNoValue) continue;  // an absent optional input; infer_node checks its slot
       if (in >= nv)
@@ -246,6 +279,11 @@ Status graph_verify(const Graph& g) {
                          "activations are not quantized");
     }
   }
+  // A kv_write output is the state's memory, which the caller owns already.
+  for (ValueId id : g.outputs)
+    if (aliased_state(g, id) != kNoValue)
+      return value_err(StatusCode::kGraphInvalid, id, g.values[id],
+                       "a kv_write output (the state's memory) cannot be a graph output");
   return Status::ok();
 }
 

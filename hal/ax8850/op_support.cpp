@@ -63,6 +63,7 @@ const OpRule& op_rule(ir::Op op) {
     case ir::Op::kAttention:
       return kAttention;
     case ir::Op::kEmbedding:
+    case ir::Op::kKvWrite:
       return kGather;
     default:
       return kVector;
@@ -119,6 +120,11 @@ Status op_supported(const Params& p, const ir::Graph& g, const ir::Node& n,
     case ir::Op::kGlu:
     case ir::Op::kSplit:
       return Status::ok();
+    case ir::Op::kKvWrite:
+      // TODO(#8): keep KV caches resident in device memory (hal.h, States) and write them by SDMA.
+      return refuse(n,
+                    "KV cache writes (state values) are not modelled on the NPU yet: the cache "
+                    "stays in host memory and kv_write runs on the CPU");
     default:
       return refuse(n, "not in the AX8850 op table");
   }

@@ -148,7 +148,8 @@ Status unsupported(const ir::Node& n, const std::string& why) {
                       why.c_str());
 }
 
-Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n, const ir::Extents*) const {
+Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n,
+                            const ir::Extents* max_extents) const {
   if (static_cast<uint32_t>(n.op) >= static_cast<uint32_t>(ir::Op::kCount))
     return status_error(StatusCode::kUnsupported, "unknown op %u", static_cast<unsigned>(n.op));
   const ir::OpInfo& info = ir::op_info(n.op);
@@ -162,8 +163,9 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n, const ir::Ext
   auto want_f32 = [&](int first) -> Status {
     for (int i = first; i < n_in; ++i) {
       if (n.inputs[i] == ir::kNoValue) continue;
-      const bool index =
-          (n.op == ir::Op::kRope && i == 1) || (n.op == ir::Op::kAttention && i >= 3);
+      const bool index = (n.op == ir::Op::kRope && i == 1) ||
+                         (n.op == ir::Op::kAttention && i >= 3) ||
+                         (n.op == ir::Op::kKvWrite && i == 2);
       const ir::DType want = index ? ir::DType::kI32 : ir::DType::kF32;
       if (!dtype_is(i, want))
         return unsupported(n, std::string("input ") + std::to_string(i) + " is " +
@@ -205,6 +207,14 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n, const ir::Ext
     case ir::Op::kGelu:
     case ir::Op::kGlu:
       return want_f32(0);  // attribute values were checked by the verifier
+    case ir::Op::kKvWrite:
+      if (g.values[n.inputs[0]].kind != ir::ValueKind::kState)
+        return unsupported(n, "the cache must be a state value");
+      // Cells are i32 indices, so a larger cache has cells no kv_write can name.
+      if (max_extents != nullptr && max_extents[n.inputs[0]].d[1] > INT32_MAX)
+        return unsupported(n, std::to_string(max_extents[n.inputs[0]].d[1]) +
+                                  " cache cells: i32 cell indices reach 2^31 - 1");
+      return want_f32(0);
     case ir::Op::kAdd:
     case ir::Op::kMul:
     case ir::Op::kLayerNorm:
@@ -379,6 +389,10 @@ void CpuBackend::set_args(Step& s, const TensorBinding* v) const {
     case ir::Op::kRope:
       s.rows = x.d[0] * x.d[1];  // tokens
       break;
+    case ir::Op::kKvWrite:
+      s.rows = v[s.in[1]].extents.rows();  // tokens written
+      s.count = x.d[1];                    // cells
+      break;
     case ir::Op::kAttention: {
       const ir::Extents &q = x, &k = v[s.in[1]].extents;
       kernels::AttentionArgs& a = s.att;
@@ -459,6 +473,11 @@ Result<Estimate> CpuBackend::estimate(const Subgraph& sg, const ir::Extents* ext
       ne.macs = static_cast<uint64_t>(flops / 2);
     } else if (n.op == ir::Op::kEmbedding) {
       bytes = 8 * out;  // the gathered rows and the output, not the whole table
+    } else if (n.op == ir::Op::kKvWrite) {
+      // The rows read and written and their cell ids; the rest of the cache is not touched.
+      const ir::Extents& cells = ext[n.inputs[2]];
+      bytes = 8 * static_cast<double>(ext[n.inputs[1]].count()) +
+              4 * static_cast<double>(cells.count());
     } else {
       flops = 5 * out;
     }
@@ -560,6 +579,24 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
           std::memcpy(y + r * w, x + r * s.dim + col, static_cast<size_t>(w) * sizeof(float));
         col += w;
       }
+      return Status::ok();
+    }
+    case ir::Op::kKvWrite: {
+      // The output is the cache (the state's memory); every cell index is checked first, so a bad
+      // one writes nothing.
+      const int32_t* cells = i32(s.in[2]);
+      for (int64_t i = 0; i < s.rows; ++i)
+        if (cells[i] < 0 || cells[i] >= s.count)
+          return status_error(
+              StatusCode::kIndexOutOfRange,
+              "kv_write '%s' (node %u): cell %d at position %lld is outside [0, %lld)",
+              e.graph->nodes[s.id].name.c_str(), s.id, cells[i], static_cast<long long>(i),
+              static_cast<long long>(s.count));
+      float* cache = f32(s.out);
+      const float* rows = f32(s.in[1]);
+      for (int64_t i = 0; i < s.rows; ++i)
+        std::memcpy(cache + int64_t{cells[i]} * s.dim, rows + i * s.dim,
+                    static_cast<size_t>(s.dim) * sizeof(float));
       return Status::ok();
     }
     case ir::Op::kCount:

@@ -321,6 +321,47 @@ std::vector<Case> cases() {
                    return finish(std::move(b));
                  },
                  0.0});
+  // kv_write: rows into cells of a state (a KV cache with contents from earlier executes). Its
+  // output is the state's memory, never a graph output: a whole-width split reads it back, and
+  // attention reads the keys and values of every cell (empty ones have k_seq < 0).
+  out.push_back({"kv_write.cells",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId cache = b.state("cache", DType::kF32, s3(1, 16, 48));
+                   const ValueId rows = b.input("rows", DType::kF32, s3(2, 3, 48));
+                   const ValueId cells = b.input("cells", DType::kI32, Shape::fixed({2, 3}),
+                                                 ir::InputRole::kCacheCells);
+                   const ValueId w = b.kv_write(cache, rows, cells, "op");
+                   b.output(b.split(w, {48}, "read")[0], "y");
+                   return finish(std::move(b));
+                 },
+                 0.0});
+  out.push_back(
+      {"kv_write.attention",
+       [] {
+         ir::GraphBuilder b;
+         const ValueId kc = b.state("k_cache", DType::kF32, s3(1, 16, 128));
+         const ValueId vc = b.state("v_cache", DType::kF32, s3(1, 16, 128));
+         const ValueId q = b.input("q", DType::kF32, s3(2, 3, 256));
+         const ValueId k = b.input("k", DType::kF32, s3(2, 3, 128));
+         const ValueId v = b.input("v", DType::kF32, s3(2, 3, 128));
+         const ValueId cells =
+             b.input("cells", DType::kI32, Shape::fixed({2, 3}), ir::InputRole::kCacheCells);
+         const ValueId qp = b.input("q_pos", DType::kI32, Shape::fixed({2, 3}));
+         const ValueId kp = b.input("k_pos", DType::kI32, Shape::fixed({1, 16}));
+         const ValueId qs = b.input("q_seq", DType::kI32, Shape::fixed({2, 3}));
+         const ValueId ks = b.input("k_seq", DType::kI32, Shape::fixed({1, 16}));
+         const ValueId kw = b.kv_write(kc, k, cells, "op");
+         const ValueId vw = b.kv_write(vc, v, cells, "op_v");
+         ir::Attrs at;
+         at.n_heads = 4;
+         at.n_kv_heads = 2;
+         at.head_dim = 64;
+         at.mask = ir::MaskKind::kCausal;
+         b.output(b.attention(q, kw, vw, ir::kNoValue, {qp, kp, qs, ks}, at, "attn"), "y");
+         return finish(std::move(b));
+       },
+       1e-11});
   return out;
 }
 
@@ -367,6 +408,15 @@ std::vector<std::vector<uint8_t>> make_inputs(const ir::Graph& g,
     }
     int32_t* p = reinterpret_cast<int32_t*>(in.back().data());
     const int64_t row = e[id].back();
+    if (v.role == ir::InputRole::kCacheCells) {  // distinct cells of the cache kv_write fills
+      int64_t cache_cells = 1;
+      for (const ir::Node& node : g.nodes)
+        if (node.op == ir::Op::kKvWrite && node.inputs[2] == id)
+          cache_cells = e[node.inputs[0]].d[1];
+      REQUIRE(n <= cache_cells);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>((i * 5 + 2) % cache_cells);
+      continue;
+    }
     for (int64_t i = 0; i < n; ++i)
       p[i] = v.role == ir::InputRole::kTokenIds  ? static_cast<int32_t>(r() % 50)
              : v.role == ir::InputRole::kKeyMask ? static_cast<int32_t>((i * 7) % 5 != 0)
@@ -425,10 +475,21 @@ Result<std::vector<std::vector<float>>> run_case(hal::Backend& b, const ir::Grap
     bind[v].extents = e[v];
     if (g.values[v].kind == ir::ValueKind::kWeight)
       bind[v].data = const_cast<uint8_t*>(g.values[v].data);
+    if (g.values[v].kind == ir::ValueKind::kState) {  // earlier contents: the same on every backend
+      std::mt19937 r(static_cast<uint32_t>(v));
+      std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+      temps[v].resize(static_cast<size_t>(e[v].count()));
+      for (float& x : temps[v]) x = d(r);
+      bind[v].data = temps[v].data();
+    }
     if (g.values[v].kind == ir::ValueKind::kActivation) {  // intermediates (outputs rebound below)
       temps[v].assign(static_cast<size_t>(e[v].count()), 0.0f);
       bind[v].data = temps[v].data();
     }
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) {  // kv_write outputs are their state's memory
+    const ValueId st = ir::aliased_state(g, static_cast<ValueId>(v));
+    if (st != ir::kNoValue) bind[v].data = bind[st].data;
   }
   for (size_t i = 0; i < g.inputs.size(); ++i)
     bind[g.inputs[i]].data = const_cast<uint8_t*>(inputs[i].data());

@@ -96,11 +96,13 @@ inline Quant block_quant() {
 // A small decoder-like block that uses every op, built with GraphBuilder (so it verifies):
 //   ids, pos, mask [batch, seq] -> embedding -> rmsnorm -> matmul (q8_0) -> split q/k/v -> rope
 //   -> attention (GQA, key mask) -> matmul (i8 per-channel) -> add residual -> layernorm -> glu
-//   -> gelu / silu / relu / mul -> matmul -> softmax = logits.
+//   -> gelu / silu / relu / mul -> matmul -> softmax = logits; and the roped k written into the
+//   state k_cache [1, 16, 16] at `cells` by a last node, kv_write.
 struct TinyModel {
   Graph g;
   int batch = -1, seq = -1;
-  ValueId ids = kNoValue, pos = kNoValue, mask = kNoValue;
+  ValueId ids = kNoValue, pos = kNoValue, mask = kNoValue, cells = kNoValue;
+  ValueId k_cache = kNoValue, k_write = kNoValue;
   ValueId tok_emb = kNoValue, wqkv = kNoValue, wo = kNoValue, w_up = kNoValue, w_out = kNoValue;
   ValueId h = kNoValue, qkv0 = kNoValue, attn = kNoValue, logits = kNoValue;
 };
@@ -157,6 +159,9 @@ inline TinyModel make_tiny_model(uint8_t weight_fill = 0) {
   const ValueId lg = b.matmul(r2, m.w_out, kNoValue, "lm_head");
   m.logits = b.softmax(lg, "probs");
   b.output(m.logits, "logits");
+  m.cells = b.input("cells", DType::kI32, bs, InputRole::kCacheCells);
+  m.k_cache = b.state("k_cache", DType::kF32, Shape::fixed({1, 16, kv}));
+  m.k_write = b.kv_write(m.k_cache, k, m.cells, "k_write");
   b.meta().architecture = "test";
   Result<Graph> g = std::move(b).finish();
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());

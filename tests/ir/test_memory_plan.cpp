@@ -44,8 +44,9 @@ struct Liveness {
   std::vector<NodeId> first, last;
 };
 
-// Liveness from the graph alone: an activation that is not a graph output is live from its
-// producer to its last reader (or just at its producer if nobody reads it).
+// Liveness from the graph alone: an activation that is not a graph output nor a kv_write output
+// (the caller's state memory) is live from its producer to its last reader (or just at its
+// producer if nobody reads it).
 Liveness liveness(const Graph& g) {
   Liveness l;
   const size_t nv = g.values.size();
@@ -55,6 +56,7 @@ Liveness liveness(const Graph& g) {
   for (size_t v = 0; v < nv; ++v) {
     if (g.values[v].kind != ValueKind::kActivation) continue;
     if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) continue;
+    if (g.nodes[g.values[v].producer].op == Op::kKvWrite) continue;
     l.planned[v] = 1;
     l.first[v] = l.last[v] = g.values[v].producer;
   }
@@ -283,6 +285,16 @@ TEST_CASE("memory_plan_check rejects overlaps, misalignment, overflow of the are
     p.offset[2] = 192;  // now r1 overlaps r0, and they are live together
     CHECK(memory_plan_check(g, p, bytes, 64).code() == StatusCode::kInternal);
   }
+}
+
+TEST_CASE("memory plan: kv_write outputs live in the state's memory, not the arena") {
+  const TinyModel m = make_tiny_model();
+  const std::vector<uint64_t> bytes = bytes_at_max(m.g);
+  const MemoryPlan p = memory_plan(m.g, bytes, 64);
+  check_plan(m.g, p, bytes, 64);
+  CHECK(p.offset[m.k_write] == kNotPlanned);
+  CHECK(p.offset[m.k_cache] == kNotPlanned);
+  CHECK(p.offset[m.attn] != kNotPlanned);
 }
 
 TEST_CASE("memory plan: a graph without planned values needs no arena") {

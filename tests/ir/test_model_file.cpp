@@ -210,7 +210,24 @@ Graph make_full_graph() {
   const ValueId qseq = b.input("q_seq", DType::kI32, Shape::of({B, S}));
   const ValueId kseq = b.input("k_seq", DType::kI32, Shape::of({B, T}));
   const ValueId att_ids = b.attention(qr, kc, vc, kNoValue, {pos, kpos, qseq, kseq}, a, "attn_ids");
-  const ValueId att_sum = b.add(att, att_ids, "attn_sum");
+  // A KV cache: k / v rows written into the states' cells, attention over the cells.
+  const int cells = b.symbol("cells", 1, 256);
+  const Shape cache = Shape::of({Dim::fixed(1), Dim::sym(cells), Dim::fixed(n_kv * hd)});
+  const Shape per_cell = Shape::of({Dim::fixed(1), Dim::sym(cells)});
+  const ValueId tok_cells =
+      b.input("cells", DType::kI32, Shape::of({B, S}), InputRole::kCacheCells);
+  const ValueId seq_ids = b.input("seq_ids", DType::kI32, Shape::of({B, S}), InputRole::kSeqIds);
+  const ValueId cell_pos = b.input("cell_pos", DType::kI32, per_cell, InputRole::kCellPositions);
+  const ValueId cell_seq = b.input("cell_seq", DType::kI32, per_cell, InputRole::kCellSeqIds);
+  const ValueId k_state = b.state("k_state", DType::kF32, cache);
+  const ValueId v_state = b.state("v_state", DType::kF32, cache);
+  const ValueId k_new = b.matmul(h2, add_weight(b, "wk", DType::kF32, Shape::fixed({n_kv * hd, d})),
+                                 kNoValue, "k_proj");
+  const ValueId k_cells = b.kv_write(k_state, k_new, tok_cells, "k_write");
+  const ValueId v_cells = b.kv_write(v_state, k_new, tok_cells, "v_write");
+  const ValueId att_cells = b.attention(qr, k_cells, v_cells, kNoValue,
+                                        {pos, cell_pos, seq_ids, cell_seq}, a, "attn_cells");
+  const ValueId att_sum = b.add(b.add(att, att_ids, "attn_sum0"), att_cells, "attn_sum");
   const ValueId o = b.matmul(att_sum, add_weight(b, "wo", DType::kBF16, Shape::fixed({d, d})),
                              kNoValue, "o_proj");
   const ValueId r1 = b.add(o, x, "resid");
@@ -374,7 +391,7 @@ TEST_CASE("model file: a graph with every op, dtype and metadata field round-tri
     CHECK(reinterpret_cast<uintptr_t>(v.data) % 64 == 0);
     CHECK_MESSAGE(in_file_mapping(v.data, v.nbytes, path), v.name);
   }
-  CHECK(weights == 12);
+  CHECK(weights == 13);
   CHECK(in_file_mapping(loaded->meta.tokenizer.data, loaded->meta.tokenizer.size, path));
   for (const PrecompiledExecutable& e : loaded->meta.executables) {
     CHECK(reinterpret_cast<uintptr_t>(e.bytes.data) % 64 == 0);
@@ -450,6 +467,24 @@ TEST_CASE("model file: schema attribute defaults equal ir/attrs.inc defaults") {
   CHECK_MESSAGE(static_cast<type>(a->name()) == defaults.name, #name);
 #include "ir/attrs.inc"
 #undef ATTR
+}
+
+TEST_CASE("model file: damaged state lists are graph errors") {
+  TempDir dir;
+  const Graph g = make_full_graph();
+  const Image im = written_image(g, dir);
+  auto* states = mutable_model(im)->mutable_states();
+  REQUIRE(states != nullptr);
+  REQUIRE(states->size() == 2);
+  const uint32_t k_state = states->Get(0), v_state = states->Get(1);
+  states->Mutate(1, k_state);  // listed twice, v_state missing
+  check_error(parse(im), StatusCode::kGraphInvalid, "graph state");
+  states->Mutate(1, value_id(g, "ids"));  // not a state
+  check_error(parse(im), StatusCode::kGraphInvalid, "'ids'");
+  states->Mutate(1, 1u << 30);
+  check_error(parse(im), StatusCode::kGraphInvalid, "out of range");
+  states->Mutate(1, v_state);
+  REQUIRE_MESSAGE(parse(im).is_ok(), parse(im).status().to_string());
 }
 
 TEST_CASE("model file: a newer minor version loads") {

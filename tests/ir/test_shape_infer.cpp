@@ -929,6 +929,55 @@ TEST_CASE("infer_node: output count, missing input ids, unknown op") {
   }
 }
 
+// ---- kv_write ----------------------------------------------------------------------------------
+
+TEST_CASE("kv_write: cache [1, C, W] state, rows [B, S, W], cells i32 [B, S] -> the cache's type") {
+  Fx f;
+  const int cells = f.b.symbol("cells", 1, 64);
+  const Shape cache = Shape::of({Fx::F(1), Dim::sym(cells), Fx::F(32)});
+  const ValueId st = f.b.state("k_cache", DType::kF32, cache);
+  const ValueId rows = f.in("rows", Shape::of({f.B(), f.S(), Fx::F(32)}));
+  const ValueId ids = f.in("cells", Shape::of({f.B(), f.S()}), DType::kI32);
+  const ValueId out = f.b.kv_write(st, rows, ids, "w");
+  const Graph g = f.done();
+  check_type(g, out, DType::kF32, cache);
+  CHECK(g.values[st].kind == ValueKind::kState);
+  CHECK(g.states == std::vector<ValueId>{st});
+}
+
+TEST_CASE("kv_write errors") {
+  Fx f;
+  const Shape cache = Shape::fixed({1, 16, 32});
+  const ValueId st = f.b.state("k_cache", DType::kF32, cache);
+  const ValueId rows = f.in("rows", Shape::of({f.B(), f.S(), Fx::F(32)}));
+  const ValueId ids = f.in("cells", Shape::of({f.B(), f.S()}), DType::kI32);
+  SUBCASE("the cache is not a state") {
+    const ValueId act = f.in("plain", cache);
+    f.b.kv_write(act, rows, ids, "bad");
+    CHECK_BAD(f, "kv_write", StatusCode::kGraphInvalid, "'plain' is input, expected a state");
+  }
+  SUBCASE("row width vs cache width") {
+    const ValueId r2 = f.in("rows2", Shape::of({f.B(), f.S(), Fx::F(16)}));
+    f.b.kv_write(st, r2, ids, "bad");
+    CHECK_BAD(f, "kv_write", StatusCode::kGraphShapeMismatch, "rows width vs cache width");
+  }
+  SUBCASE("cells shape vs rows") {
+    const ValueId c2 = f.in("cells2", Shape::of({f.B(), Fx::F(3)}), DType::kI32);
+    f.b.kv_write(st, rows, c2, "bad");
+    CHECK_BAD(f, "kv_write", StatusCode::kGraphShapeMismatch, "cells length vs rows length");
+  }
+  SUBCASE("cells dtype") {
+    const ValueId c2 = f.in("cells2", Shape::of({f.B(), f.S()}));
+    f.b.kv_write(st, rows, c2, "bad");
+    CHECK_BAD(f, "kv_write", StatusCode::kGraphDtypeMismatch, "cells");
+  }
+  SUBCASE("cache batch must be 1") {
+    const ValueId st2 = f.b.state("c2", DType::kF32, Shape::fixed({2, 16, 32}));
+    f.b.kv_write(st2, rows, ids, "bad");
+    CHECK_BAD(f, "kv_write", StatusCode::kGraphShapeMismatch, "cache batch");
+  }
+}
+
 // ---- attribute limits (ir/attrs.inc) -------------------------------------------------------------
 
 TEST_CASE("attribute limits: every scalar attribute, on every node, within its limits") {

@@ -16,7 +16,8 @@ TEST_CASE("the tiny model verifies and uses every op") {
   for (const Node& n : m.g.nodes) seen[static_cast<size_t>(n.op)] = 1;
   for (size_t i = 0; i < seen.size(); ++i)
     CHECK_MESSAGE(seen[i], "op ", op_name(static_cast<Op>(i)), " is not in the tiny model");
-  CHECK(m.g.inputs == std::vector<ValueId>{m.ids, m.pos, m.mask});
+  CHECK(m.g.inputs == std::vector<ValueId>{m.ids, m.pos, m.mask, m.cells});
+  CHECK(m.g.states == std::vector<ValueId>{m.k_cache});
   CHECK(m.g.outputs == std::vector<ValueId>{m.logits});
 }
 
@@ -243,7 +244,7 @@ TEST_CASE("verify: graph inputs and outputs") {
   SUBCASE("input value not listed") {
     TinyModel m = make_tiny_model();
     m.g.inputs.pop_back();
-    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'mask'",
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'cells'",
                  "missing from the graph inputs");
   }
   SUBCASE("input listed twice") {
@@ -354,4 +355,79 @@ TEST_CASE("graph_weight_stats counts parameters and bytes per dtype") {
   const WeightStats h = graph_weight_stats(huge);
   CHECK(h.params == INT64_MAX);
   CHECK(h.params_by_dtype[static_cast<size_t>(DType::kF32)] == INT64_MAX);
+}
+
+TEST_CASE("verify: states and kv_write") {
+  SUBCASE("a state missing from Graph::states, listed twice, or not a state") {
+    TinyModel m = make_tiny_model();
+    m.g.states.clear();
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'k_cache'",
+                 "missing from the graph states");
+    m.g.states = {m.k_cache, m.k_cache};
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'k_cache'", "graph state");
+    m.g.states = {m.k_cache, m.ids};
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'ids'", "graph state");
+    m.g.states = {12345};
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "state id 12345 out of range");
+  }
+  SUBCASE("a state read by another op, or through another slot") {
+    TinyModel m = make_tiny_model();
+    m.g.nodes[node_named(m.g, "k_write")].inputs[1] = m.k_cache;  // rows := the state
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'k_write' (kv_write)",
+                 "reads state 'k_cache'", "only as the cache of kv_write");
+    TinyModel m2 = make_tiny_model();
+    Node relu;
+    relu.op = Op::kRelu;
+    relu.name = "peek";
+    relu.inputs = {m2.k_cache};
+    Value out = m2.g.values[m2.k_cache];
+    out.name = "peek";
+    out.kind = ValueKind::kActivation;
+    out.producer = static_cast<NodeId>(m2.g.nodes.size());
+    relu.outputs = {static_cast<ValueId>(m2.g.values.size())};
+    m2.g.values.push_back(out);
+    m2.g.nodes.push_back(relu);
+    CHECK_STATUS(graph_verify(m2.g), StatusCode::kGraphInvalid, "'peek' (relu)",
+                 "reads state 'k_cache'");
+  }
+  SUBCASE("two kv_write nodes of one state") {
+    TinyModel m = make_tiny_model();
+    const Node w = m.g.nodes[node_named(m.g, "k_write")];
+    Node w2 = w;
+    w2.name = "k_write2";
+    w2.outputs = {static_cast<ValueId>(m.g.values.size())};
+    Value out = m.g.values[w.outputs[0]];
+    out.name = "k_write2";
+    out.producer = static_cast<NodeId>(m.g.nodes.size());
+    m.g.values.push_back(out);
+    m.g.nodes.push_back(w2);
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "state 'k_cache'",
+                 "one writer per state");
+  }
+  SUBCASE("the cache of kv_write must be a state; its output is not a graph output") {
+    TinyModel m = make_tiny_model();
+    m.g.nodes[node_named(m.g, "k_write")].inputs[0] = m.qkv0;
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'k_write' (kv_write)",
+                 "expected a state value");
+    TinyModel m2 = make_tiny_model();
+    m2.g.outputs.push_back(m2.k_write);
+    CHECK_STATUS(graph_verify(m2.g), StatusCode::kGraphInvalid, "'k_write'",
+                 "cannot be a graph output");
+  }
+  SUBCASE("a state carrying data, or without a name") {
+    TinyModel m = make_tiny_model();
+    static const uint8_t bytes[64] = {};
+    m.g.values[m.k_cache].data = bytes;
+    CHECK_STATUS(graph_verify(m.g), StatusCode::kGraphInvalid, "'k_cache'", "carries data");
+    TinyModel m2 = make_tiny_model();
+    m2.g.values[m2.k_cache].name.clear();
+    CHECK_STATUS(graph_verify(m2.g), StatusCode::kGraphInvalid, "states need a name");
+  }
+  SUBCASE("aliased_state") {
+    const TinyModel m = make_tiny_model();
+    CHECK(aliased_state(m.g, m.k_cache) == m.k_cache);
+    CHECK(aliased_state(m.g, m.k_write) == m.k_cache);
+    CHECK(aliased_state(m.g, m.logits) == kNoValue);
+    CHECK(aliased_state(m.g, m.ids) == kNoValue);
+  }
 }
