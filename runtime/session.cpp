@@ -97,9 +97,24 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     s->backends_.emplace_back(name, std::move(b));
   }
 
-  // Buckets: the cross product of each symbol's bounds.
+  // The session's symbol bounds (symbol_max), then buckets: the cross product of each symbol's
+  // bounds.
+  s->symbols_ = g.symbols;
+  for (const auto& [name, max] : opts.symbol_max) {
+    const int k = g.find_symbol(name);
+    if (k < 0)
+      return status_error(StatusCode::kInvalidArgument, "symbol_max names '%s', not a symbol",
+                          name.c_str());
+    ir::Symbol& sym = s->symbols_[static_cast<size_t>(k)];
+    if (max < sym.min || max > sym.max)
+      return status_error(StatusCode::kInvalidArgument,
+                          "symbol_max %lld for symbol '%s' is outside [%lld, %lld]",
+                          static_cast<long long>(max), name.c_str(),
+                          static_cast<long long>(sym.min), static_cast<long long>(sym.max));
+    sym.max = max;
+  }
   size_t n_buckets = 1;
-  for (const ir::Symbol& sym : g.symbols) {
+  for (const ir::Symbol& sym : s->symbols_) {
     LAYA_ASSIGN_OR_RETURN(std::vector<int64_t> b, symbol_bounds(sym, opts));
     n_buckets *= b.size();
     if (n_buckets > kMaxBuckets)
@@ -109,7 +124,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
   }
   const size_t nv = g.values.size();
   std::vector<uint64_t> bytes(nv);
-  std::vector<ir::Symbol> range = g.symbols;  // the bucket's symbol ranges
+  std::vector<ir::Symbol> range = s->symbols_;  // the bucket's symbol ranges
   std::vector<std::vector<ir::Extents>> bucket_ext(n_buckets, std::vector<ir::Extents>(nv));
   for (size_t bi = 0; bi < n_buckets; ++bi) {
     Bucket bucket;
@@ -118,7 +133,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
       const std::vector<int64_t>& b = s->bounds_[k];
       const size_t j = rest % b.size();
       rest /= b.size();
-      range[k].min = j == 0 ? g.symbols[k].min : b[j - 1] + 1;
+      range[k].min = j == 0 ? s->symbols_[k].min : b[j - 1] + 1;
       range[k].max = b[j];
     }
     for (const ir::Symbol& r : range) {
@@ -153,7 +168,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
   for (size_t v = 0; v < nv; ++v) {
     const ir::Shape& sh = g.values[v].shape;
     max_ext[v].rank = sh.rank;
-    for (int i = 0; i < sh.rank; ++i) max_ext[v].d[i] = ir::dim_max(sh.dims[i], g.symbols);
+    for (int i = 0; i < sh.rank; ++i) max_ext[v].d[i] = ir::dim_max(sh.dims[i], s->symbols_);
   }
 
   LAYA_ASSIGN_OR_RETURN(Schedule plan, schedule(g, sched, fallback, max_ext.data(), opts.schedule));
@@ -201,6 +216,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
   // execute.
   s->bindings_.resize(nv);
   s->staged_.resize(nv);
+  s->states_.resize(g.states.size());
   for (size_t v = 0; v < nv; ++v) {
     const ir::Value& val = g.values[v];
     if (val.kind != ir::ValueKind::kWeight) continue;
@@ -217,7 +233,7 @@ Result<std::vector<ModelledExecutable>> Session::model(std::span<const int64_t> 
                         values.size(), g.symbols.size());
   std::array<int64_t, ir::kMaxSymbols> vals{};
   for (size_t k = 0; k < g.symbols.size(); ++k) {
-    const ir::Symbol& sym = g.symbols[k];
+    const ir::Symbol& sym = symbols_[k];
     if (values[k] < sym.min || values[k] > sym.max)
       return status_error(StatusCode::kOutOfRange, "symbol '%s' = %lld is outside [%lld, %lld]",
                           sym.name.c_str(), static_cast<long long>(values[k]),
@@ -282,6 +298,54 @@ Status Session::bind_memory(MemoryRegion persistent, MemoryRegion activations,
   return Status::ok();
 }
 
+// Whether `regions` (per state) hold the states at the staged extents (else the current ones).
+Status Session::check_states(std::span<const MemoryRegion> regions, bool staged) const {
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const ir::ValueId id = graph_.states[i];
+    const ir::Value& v = graph_.values[id];
+    const ir::Extents& e = staged ? staged_[id] : bindings_[id].extents;
+    LAYA_ASSIGN_OR_RETURN(const uint64_t need, ir::dtype_bytes(v.dtype, e.count()));
+    if (regions[i].bytes < need)
+      return status_error(StatusCode::kResourceExhausted,
+                          "state '%s' needs %llu bytes at these shapes, its region has %llu",
+                          v.name.c_str(), ull(need), ull(regions[i].bytes));
+  }
+  return Status::ok();
+}
+
+Status Session::bind_states(std::span<const MemoryRegion> states) {
+  const ir::Graph& g = graph_;
+  if (states.size() != g.states.size())
+    return status_error(StatusCode::kInvalidArgument, "bind_states: %zu regions for %zu states",
+                        states.size(), g.states.size());
+  for (size_t i = 0; i < states.size(); ++i)
+    if (states[i].data == nullptr || reinterpret_cast<uintptr_t>(states[i].data) % kRegionAlign)
+      return status_error(StatusCode::kInvalidArgument,
+                          "bind_states: the region of state '%s' at %p is null or not %llu-byte "
+                          "aligned",
+                          g.values[g.states[i]].name.c_str(), states[i].data, ull(kRegionAlign));
+  if (reshaped_) LAYA_RETURN_IF_ERROR(check_states(states, false));
+  std::copy(states.begin(), states.end(), states_.begin());
+  states_bound_ = true;
+  // Every value that is a state's memory: the state and the kv_write outputs aliasing it.
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const ir::ValueId st = ir::aliased_state(g, static_cast<ir::ValueId>(v));
+    if (st == ir::kNoValue) continue;
+    const size_t i =
+        static_cast<size_t>(std::find(g.states.begin(), g.states.end(), st) - g.states.begin());
+    bindings_[v].data = states_[i].data;
+  }
+  // Backends learn new state memory at reshape (hal.h): reshape them again.
+  if (reshaped_) {
+    Status st = reshape_backends();
+    if (!st.is_ok()) {
+      reshaped_ = false;
+      return st;
+    }
+  }
+  return Status::ok();
+}
+
 Status Session::reshape(std::span<const int64_t> values) {
   if (!bound_) return status_error(StatusCode::kFailedPrecondition, "reshape before bind_memory");
   const ir::Graph& g = graph_;
@@ -291,7 +355,7 @@ Status Session::reshape(std::span<const int64_t> values) {
   std::array<int64_t, ir::kMaxSymbols> vals{};
   size_t bucket = 0;
   for (size_t k = 0; k < g.symbols.size(); ++k) {
-    const ir::Symbol& sym = g.symbols[k];
+    const ir::Symbol& sym = symbols_[k];
     if (values[k] < sym.min || values[k] > sym.max)
       return status_error(StatusCode::kOutOfRange, "symbol '%s' = %lld is outside [%lld, %lld]",
                           sym.name.c_str(), static_cast<long long>(values[k]),
@@ -306,6 +370,7 @@ Status Session::reshape(std::span<const int64_t> values) {
     if (g.values[v].kind == ir::ValueKind::kWeight) continue;
     LAYA_RETURN_IF_ERROR(ir::shape_eval(g.values[v].shape, vals.data(), &staged_[v]));
   }
+  if (states_bound_) LAYA_RETURN_IF_ERROR(check_states(states_, true));
   for (size_t v = 0; v < g.values.size(); ++v)
     if (g.values[v].kind != ir::ValueKind::kWeight) bindings_[v].extents = staged_[v];
   symbol_values_ = vals;
@@ -331,9 +396,11 @@ Status Session::reshape_backends() {
 
 Status Session::execute(std::span<const void* const> inputs, std::span<void* const> outputs,
                         const hal::ProfileSink* profile) {
-  if (!bound_ || !reshaped_)
+  if (!bound_ || !reshaped_ || (!states_bound_ && !graph_.states.empty()))
     return status_error(StatusCode::kFailedPrecondition, "execute before %s",
-                        bound_ ? "reshape" : "bind_memory");
+                        !bound_      ? "bind_memory"
+                        : !reshaped_ ? "reshape"
+                                     : "bind_states");
   const ir::Graph& g = graph_;
   if (inputs.size() != g.inputs.size() || outputs.size() != g.outputs.size())
     return status_error(StatusCode::kInvalidArgument,

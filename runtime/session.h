@@ -5,6 +5,7 @@
 //   auto s = Session::prepare(graph, opts);          // prepare: schedule, plan, size (allocates)
 //   SessionBuffers buf = *session_buffers_alloc(**s)  // (or the caller's own regions)
 //   (*s)->bind_memory(buf.persistent.region(), ...);  // prepare: backends pack weights (load)
+//   (*s)->bind_states(kv_cache.state_regions());     // graphs with states (runtime/kv_cache.h)
 //   (*s)->reshape({batch, seq});                      // reshape: pick the bucket, bind activations
 //   (*s)->execute(inputs, outputs);                   // execute: run; allocates nothing
 //
@@ -17,8 +18,12 @@
 //   bind_memory  takes the three caller-owned regions, checks size and alignment, and has every
 //                backend write its packed weights into its slice of `persistent`. Allocates only
 //                inside backends' load (temporary buffers while packing).
+//   bind_states  (graphs with state values, ir/graph.h) the caller's memory of every state, e.g.
+//                a KV cache's; several sessions of one graph may share it (a prefill and a decode
+//                session write one cache). Allocates nothing.
 //   reshape      concrete symbol values (within bounds) -> the smallest bucket that fits; fills
-//                every value's extents and activation pointer. Allocates nothing.
+//                every value's extents and activation pointer; checks the bound states are large
+//                enough for the new extents. Allocates nothing.
 //   execute      binds the caller's input / output pointers and runs the executables in order.
 //                Allocates nothing; checks nothing but the argument counts, and the indices the
 //                kernels read from tensors (kIndexOutOfRange naming the node, position and id).
@@ -27,7 +32,9 @@
 //
 // Ownership: the session copies the graph (weights are shared through Graph::keepalive, never
 // copied) and owns its backends and executables. The memory regions are the caller's: they must
-// stay valid and untouched from bind_memory until the session is destroyed or rebound.
+// stay valid and untouched from bind_memory until the session is destroyed or rebound; state
+// memory stays valid from bind_states until then, and only executes (kv_write) and the owner of
+// the states (e.g. KvCache) write it.
 #pragma once
 
 #include <array>
@@ -71,6 +78,11 @@ struct SessionOptions {
   // of two from 16 below its max, plus its max. Bounds must lie within the symbol's [min, max];
   // the max is always added. Buckets are the cross product over symbols (at most 4096).
   std::vector<std::pair<std::string, std::vector<int64_t>>> bucket_bounds;
+  // A smaller max per symbol (by name): the session plans, and reshape accepts, values up to it
+  // only. A decode session of a graph whose `seq` goes to 512 takes {"seq", 1}: its memory plan is
+  // that of one token. Within the symbol's [min, max]; kInvalidArgument otherwise or for an
+  // unknown name. Applied before bucket_bounds (which must then lie within the smaller max).
+  std::vector<std::pair<std::string, int64_t>> symbol_max;
 };
 
 // Bytes the caller's regions must have (each at least 64-byte aligned; `persistent` aligned to
@@ -140,6 +152,8 @@ class Session {
   const std::vector<NodePlacement>& placement() const { return placement_; }  // per NodeId
   const std::vector<ExecutableInfo>& executables() const { return exe_info_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  // The graph's symbols with this session's bounds (SessionOptions::symbol_max applied).
+  const std::vector<ir::Symbol>& symbols() const { return symbols_; }
   // The backends in use, by name (for their capabilities).
   const hal::Backend* backend(const std::string& name) const;
 
@@ -154,9 +168,17 @@ class Session {
   // May be called again with other regions (the weights are packed again).
   Status bind_memory(MemoryRegion persistent, MemoryRegion activations, MemoryRegion scratch);
 
+  // The memory of every state value, in Graph::states order (each 64-byte aligned; at least the
+  // state's bytes at the extents of each reshape; borrowed until the session is destroyed or
+  // rebound). kInvalidArgument for a wrong count, a null or misaligned region;
+  // kResourceExhausted naming the state when the session is reshaped already and a region is
+  // too small. Allocates nothing. Graphs without states need no call.
+  Status bind_states(std::span<const MemoryRegion> states);
+
   // Reshape phase: one value per graph symbol, in graph order. kFailedPrecondition before
   // bind_memory; kInvalidArgument for a wrong count; kOutOfRange naming the symbol when a value is
-  // outside its bounds. Allocates nothing.
+  // outside its bounds (the session's, see symbols()); kResourceExhausted naming the state when a
+  // bound state region is smaller than the state at these values. Allocates nothing.
   Status reshape(std::span<const int64_t> symbol_values);
   // After reshape: the concrete shape of value `v` (size the input / output buffers with it).
   const ir::Extents& extents(ir::ValueId v) const { return bindings_[v].extents; }
@@ -164,9 +186,10 @@ class Session {
   int current_bucket() const { return bucket_; }
 
   // Execute phase. `inputs[i]` is the buffer of graph.inputs[i], `outputs[i]` of graph.outputs[i]
-  // (at the extents above; borrowed for the call). kFailedPrecondition before bind_memory and
-  // reshape; kInvalidArgument for wrong counts; kIndexOutOfRange from an embedding; `profile`
-  // (nullable) gets per-node times. Allocates nothing.
+  // (at the extents above; borrowed for the call). kFailedPrecondition before bind_memory,
+  // bind_states (graphs with states) and reshape; kInvalidArgument for wrong counts;
+  // kIndexOutOfRange from an embedding id or a kv_write cell; `profile` (nullable) gets per-node
+  // times. Allocates nothing.
   Status execute(std::span<const void* const> inputs, std::span<void* const> outputs,
                  const hal::ProfileSink* profile = nullptr);
 
@@ -175,6 +198,7 @@ class Session {
  private:
   Session() = default;
   Status reshape_backends();
+  Status check_states(std::span<const MemoryRegion> regions, bool staged) const;
 
   struct Exe {
     hal::Backend* backend = nullptr;
@@ -188,6 +212,7 @@ class Session {
   std::vector<ExecutableInfo> exe_info_;
   std::vector<NodePlacement> placement_;
   std::vector<Bucket> buckets_;
+  std::vector<ir::Symbol> symbols_;           // the graph's, with SessionOptions::symbol_max
   std::vector<std::vector<int64_t>> bounds_;  // per symbol: sorted bucket upper bounds
   MemoryRequirements req_;
   HighWater hw_;
@@ -195,6 +220,8 @@ class Session {
   std::vector<hal::TensorBinding> bindings_;  // per ValueId
   std::vector<ir::Extents> staged_;           // per ValueId: reshape computes here first
   MemoryRegion persistent_, activations_, scratch_;
+  std::vector<MemoryRegion> states_;  // per Graph::states entry
+  bool states_bound_ = false;
   bool bound_ = false;
   bool reshaped_ = false;
   int bucket_ = -1;

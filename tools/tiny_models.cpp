@@ -114,7 +114,7 @@ Status tiny_config_check(const TinyModelConfig& c) {
   };
   if (c.vocab <= 0 || c.vocab > INT32_MAX || c.d_model <= 0 || c.d_ff <= 0 || c.n_layers <= 0 ||
       c.n_heads <= 0 || c.n_kv_heads <= 0 || c.max_batch <= 0 || c.max_seq <= 0 ||
-      c.global_every <= 0 || c.local_window < 0)
+      c.max_cells <= 0 || c.global_every <= 0 || c.local_window < 0)
     return bad("every size must be positive (vocab at most 2^31 - 1)");
   if (c.d_model % c.n_heads != 0 || (c.d_model / c.n_heads) % 2 != 0)
     return bad("d_model " + std::to_string(c.d_model) + " is not an even head_dim times " +
@@ -209,14 +209,24 @@ Result<ir::Graph> make_tiny_decoder(const TinyModelConfig& cfg, uint64_t seed) {
   const int64_t d = cfg.d_model, hd = d / cfg.n_heads, kvd = hd * cfg.n_kv_heads;
   const int batch = b.symbol("batch", 1, cfg.max_batch);
   const int seq = b.symbol("seq", 1, cfg.max_seq);
+  const int cells = b.symbol("cells", 1, cfg.max_cells);
   const Shape bs = Shape::of({ir::Dim::sym(batch), ir::Dim::sym(seq)});
+  const Shape cs = Shape::of({ir::Dim::fixed(1), ir::Dim::sym(cells)});
   const ValueId ids = b.input("ids", DType::kI32, bs, ir::InputRole::kTokenIds);
   const ValueId pos = b.input("positions", DType::kI32, bs, ir::InputRole::kPositions);
+  const ValueId seq_ids = b.input("seq_ids", DType::kI32, bs, ir::InputRole::kSeqIds);
+  const ValueId tok_cells = b.input("cells", DType::kI32, bs, ir::InputRole::kCacheCells);
+  const ValueId cell_pos =
+      b.input("cell_positions", DType::kI32, cs, ir::InputRole::kCellPositions);
+  const ValueId cell_seq = b.input("cell_seq_ids", DType::kI32, cs, ir::InputRole::kCellSeqIds);
+  const Shape cache = Shape::of({ir::Dim::fixed(1), ir::Dim::sym(cells), ir::Dim::fixed(kvd)});
 
   const ValueId emb = m.f32_weight("tok_emb", {cfg.vocab, d}, -1.0f, 1.0f);
   ValueId x = b.embedding(emb, ids, "embed");
   for (int32_t l = 0; l < cfg.n_layers; ++l) {
     const std::string p = "l" + std::to_string(l) + ".";
+    const ValueId k_cache = b.state(p + "k_cache", DType::kF32, cache);
+    const ValueId v_cache = b.state(p + "v_cache", DType::kF32, cache);
     ValueId h = b.rmsnorm(x, m.gamma(p + "attn_norm", d), cfg.eps, p + "attn_norm");
     ValueId q = b.matmul(h, m.matmul_weight(p + "wq", d, d), ir::kNoValue, p + "q");
     ValueId k = b.matmul(h, m.matmul_weight(p + "wk", kvd, d), ir::kNoValue, p + "k");
@@ -225,12 +235,15 @@ Result<ir::Graph> make_tiny_decoder(const TinyModelConfig& cfg, uint64_t seed) {
                p + "rope_q");
     k = b.rope(k, pos, static_cast<int32_t>(hd), cfg.rope_theta_global, ir::RopeMode::kNeox, 0,
                p + "rope_k");
+    const ValueId kc = b.kv_write(k_cache, k, tok_cells, p + "k_write");
+    const ValueId vc = b.kv_write(v_cache, v, tok_cells, p + "v_write");
     ir::Attrs a;
     a.n_heads = cfg.n_heads;
     a.n_kv_heads = cfg.n_kv_heads;
     a.head_dim = static_cast<int32_t>(hd);
     a.mask = ir::MaskKind::kCausal;
-    const ValueId att = b.attention(q, k, v, ir::kNoValue, a, p + "attn");
+    const ValueId att =
+        b.attention(q, kc, vc, ir::kNoValue, {pos, cell_pos, seq_ids, cell_seq}, a, p + "attn");
     x = b.add(x, b.matmul(att, m.matmul_weight(p + "wo", d, d), ir::kNoValue, p + "attn_out"),
               p + "attn_res");
     h = b.rmsnorm(x, m.gamma(p + "mlp_norm", d), cfg.eps, p + "mlp_norm");

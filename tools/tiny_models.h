@@ -11,14 +11,21 @@
 //     -> add
 //   final_norm -> output "hidden" [batch, seq, D]
 //   Layer l is global when l % global_every == 0, else local. Norm weights: <name>.gamma.
-// Decoder (Llama-shaped):
+//   Inputs: "ids", "positions", "key_mask" i32 [batch, seq] (kTokenIds, kPositions, kKeyMask).
+//   Symbols "batch", "seq".
+// Decoder (Llama-shaped, over a KV cache: runtime/kv_cache.h):
 //   tok_emb [V, D] -> per layer: l<l>.attn_norm (rmsnorm) -> l<l>.wq [Hq*hd, D], l<l>.wk,
-//     l<l>.wv [Hkv*hd, D] -> rope NeoX on q, k -> causal GQA attention -> l<l>.wo [D, D] -> add ->
-//     l<l>.mlp_norm (rmsnorm) -> l<l>.w_gate, l<l>.w_up [F, D] -> silu(gate) * up ->
+//     l<l>.wv [Hkv*hd, D] -> rope NeoX on q, k (token positions) -> kv_write k, v into the layer's
+//     states l<l>.k_cache, l<l>.v_cache f32 [1, cells, Hkv*hd] at the tokens' cells -> causal
+//     GQA attention of q over the cache cells (positions and sequence ids) -> l<l>.wo [D, D] ->
+//     add -> l<l>.mlp_norm (rmsnorm) -> l<l>.w_gate, l<l>.w_up [F, D] -> silu(gate) * up ->
 //     l<l>.w_down [D, F] -> add
 //   final_norm (rmsnorm) -> lm_head [V, D] -> output "logits" [batch, seq, V]
-// Inputs (both): "ids" i32 [batch, seq] (kTokenIds), "positions" i32 [batch, seq] (kPositions);
-// the encoder also "key_mask" i32 [batch, seq] (kKeyMask). Symbols "batch" and "seq".
+//   Inputs: "ids", "positions", "seq_ids", "cells" i32 [batch, seq] (kTokenIds, kPositions,
+//   kSeqIds, kCacheCells: each token's id, position, sequence and cache cell), "cell_positions",
+//   "cell_seq_ids" i32 [1, cells] (kCellPositions, kCellSeqIds: the cache's per-cell arrays).
+//   Symbols "batch", "seq", "cells". A prefill chunk or a decode step of one sequence is batch 1;
+//   several sequences go in one batch row (packed, told apart by seq_ids) or one per row.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +43,7 @@ struct TinyModelConfig {
   int32_t n_kv_heads = 2;  // decoder only (the encoder has n_heads K/V heads)
   int64_t max_batch = 2;
   int64_t max_seq = 64;
+  int64_t max_cells = 256;  // decoder: the most KV cache cells (the "cells" symbol's max)
   float eps = 1e-5f;
   float rope_theta_global = 160000.0f;  // encoder global layers; the decoder's theta
   float rope_theta_local = 10000.0f;    // encoder local layers

@@ -1,8 +1,8 @@
 // Fuzz target: a .laya image through the loader and the verifier (model_parse), the printer, and,
 // for a graph that loads, a session on it: prepare (scheduler with the null backend's refusals,
 // bucket plans, the CPU backend's kernel choices and sizes), and when the memory it asks for is
-// small, bind_memory (weight packing), reshape at the smallest symbol values and one execute on
-// zero inputs. Any input must give a Status, never a crash, a sanitizer report or a leak.
+// small, bind_memory (weight packing), reshape at the smallest symbol values, zeroed states (a
+// KV cache) and one execute on zero inputs. Any input must give a Status, never a crash, a sanitizer report or a leak.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -35,9 +35,24 @@ void run_session(const ir::Graph& g) {
   for (const ir::Symbol& y : g.symbols) sym.push_back(y.min);
   if (!(*s)->reshape(sym).is_ok()) return;
   uint64_t io_bytes = 0;
-  for (const std::vector<ir::ValueId>* list : {&g.inputs, &g.outputs})
+  for (const std::vector<ir::ValueId>* list : {&g.inputs, &g.outputs, &g.states})
     for (ir::ValueId v : *list) io_bytes += static_cast<uint64_t>((*s)->extents(v).count()) * 4;
   if (io_bytes > kMaxRunBytes) return;
+  // States (a KV cache): zeroed regions at these shapes, bound after reshape (which reshapes the
+  // backends again).
+  std::vector<runtime::RegionBuffer> state_mem;
+  std::vector<runtime::MemoryRegion> state_regions;
+  for (ir::ValueId v : g.states) {
+    Result<uint64_t> bytes = ir::dtype_bytes(g.values[v].dtype, (*s)->extents(v).count());
+    if (!bytes.is_ok()) return;
+    Result<runtime::RegionBuffer> m =
+        runtime::RegionBuffer::alloc(*bytes, runtime::kRegionAlign, false);
+    if (!m.is_ok()) return;
+    if (*bytes > 0) std::memset(m->region().data, 0, *bytes);
+    state_regions.push_back(m->region());
+    state_mem.push_back(std::move(m).value());
+  }
+  if (!g.states.empty() && !(*s)->bind_states(state_regions).is_ok()) return;
   std::vector<std::vector<uint8_t>> in(g.inputs.size()), out(g.outputs.size());
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;

@@ -53,18 +53,29 @@ TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto k
         REQUIRE(g.is_ok());
         TinyRun run = make_run(*g, cpu_options(kernels, threads));
         runtime::Session& s = *run.session;
+        runtime::KvCache* cache = run.kv.cache.get();
         for (int64_t seq : {7, 40, 3}) {  // buckets 0, 2, 0
           CAPTURE(seq);
           const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? 2 : 0);
-          const int64_t sym[2] = {2, seq};
+          // A decoder prefills batch row b as sequence b into a cleared cache.
+          TokenCells tc;
+          if (cache != nullptr) {
+            cache->clear();
+            tc.cells.resize(static_cast<size_t>(2 * seq));
+            tc.seq_ids.resize(tc.cells.size());
+            for (int32_t b = 0; b < 2; ++b) {
+              REQUIRE(cache->alloc(b, seq, tc.cells.data() + b * seq, nullptr).is_ok());
+              std::fill_n(tc.seq_ids.begin() + b * seq, seq, b);
+            }
+          }
+          const std::vector<int64_t> sym = tiny_symbols(*g, cache, 2, seq);
           alloc_hook::start();
           Status rs = s.reshape(sym);  // reshape allocates nothing either
           const long reshape_calls = alloc_hook::stop();
           REQUIRE(rs.is_ok());
           CHECK(reshape_calls == 0);
           std::vector<float> out(static_cast<size_t>(s.extents(g->outputs[0]).count()));
-          std::vector<const void*> inputs = {in.ids.data(), in.positions.data()};
-          if (encoder) inputs.push_back(in.key_mask.data());
+          const std::vector<const void*> inputs = tiny_input_ptrs(*g, cache, in, tc);
           void* outputs[1] = {out.data()};
           for (int rep = 0; rep < 3; ++rep) {  // the first execute after reshape counts too
             alloc_hook::start();
@@ -101,16 +112,27 @@ TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both ac
         int splits = 0;
         for (const runtime::NodePlacement& p : s.placement()) splits += !p.parts.empty();
         CHECK(splits > 0);
+        runtime::KvCache* cache = run.kv.cache.get();
         for (int64_t seq : {7, 40}) {
           const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? 2 : 0);
-          const int64_t sym[2] = {2, seq};
+          // The decoder prefills batch row b as sequence b; its kv_write runs on the CPU.
+          TokenCells tc;
+          if (cache != nullptr) {
+            cache->clear();
+            tc.cells.resize(static_cast<size_t>(2 * seq));
+            tc.seq_ids.resize(tc.cells.size());
+            for (int32_t b = 0; b < 2; ++b) {
+              REQUIRE(cache->alloc(b, seq, tc.cells.data() + b * seq, nullptr).is_ok());
+              std::fill_n(tc.seq_ids.begin() + b * seq, seq, b);
+            }
+          }
+          const std::vector<int64_t> sym = tiny_symbols(*g, cache, 2, seq);
           alloc_hook::start();
           Status rs = s.reshape(sym);
           CHECK(alloc_hook::stop() == 0);
           REQUIRE(rs.is_ok());
           std::vector<float> out(static_cast<size_t>(s.extents(g->outputs[0]).count()));
-          std::vector<const void*> inputs = {in.ids.data(), in.positions.data()};
-          if (encoder) inputs.push_back(in.key_mask.data());
+          const std::vector<const void*> inputs = tiny_input_ptrs(*g, cache, in, tc);
           void* outputs[1] = {out.data()};
           for (int rep = 0; rep < 2; ++rep) {
             alloc_hook::start();
@@ -121,6 +143,55 @@ TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both ac
           }
         }
       }
+}
+
+TEST_CASE("decoding through the KV cache allocates nothing per token (cache, reshape, execute)") {
+  for (int threads : {1, 2})
+    for (const char* kernels : {"ref", "auto"}) {
+      CAPTURE(threads);
+      const std::string kernels_name = kernels;
+      CAPTURE(kernels_name);
+      tools::TinyModelConfig cfg;
+      auto g = tools::make_tiny_decoder(cfg, 5);
+      REQUIRE(g.is_ok());
+      runtime::SessionOptions o = cpu_options(kernels, threads);
+      o.bucket_bounds = {{"seq", {1, 16}}, {"cells", {64}}};
+      o.symbol_max = {{"cells", 64}};
+      TinyRun run = make_run(*g, o, 64);
+      runtime::Session& s = *run.session;
+      runtime::KvCache& cache = *run.kv.cache;
+      // Buffers for the largest step, made before counting.
+      TinyInputs in = tiny_inputs(1, 16, cfg.vocab, 0);
+      TokenCells tc;
+      tc.cells.resize(16);
+      tc.seq_ids.assign(16, 0);
+      std::vector<float> out(static_cast<size_t>(16 * cfg.vocab));
+      const std::vector<const void*> inputs = tiny_input_ptrs(*g, &cache, in, tc);
+      void* outputs[1] = {out.data()};
+      std::vector<int64_t> sym = tiny_symbols(*g, &cache, 1, 1);
+      const size_t seq_sym = static_cast<size_t>(g->find_symbol("seq"));
+      // A prefill chunk of 9 tokens, then 20 tokens one at a time; then the sequence is dropped
+      // and another one starts (a request ends).
+      for (int request = 0; request < 2; ++request)
+        for (int64_t step = 0; step < 21; ++step) {
+          CAPTURE(request);
+          CAPTURE(step);
+          const int64_t n = step == 0 ? 9 : 1;
+          const int32_t seq = request;
+          for (int64_t i = 0; i < n; ++i) tc.seq_ids[static_cast<size_t>(i)] = seq;
+          sym[seq_sym] = n;
+          alloc_hook::start();
+          Status st = cache.alloc(seq, n, tc.cells.data(), in.positions.data());
+          if (st.is_ok()) st = s.reshape(sym);
+          if (st.is_ok()) st = s.execute(inputs, outputs);
+          if (st.is_ok() && step == 20) st = cache.remove(seq);
+          const long calls = alloc_hook::stop();
+          REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+          CHECK(s.current_bucket() == (n == 1 ? 0 : 1));
+          CHECK(calls == 0);
+        }
+      CHECK(cache.n_free() == cache.capacity());
+    }
 }
 
 TEST_CASE("execute and reshape allocate nothing on their error paths either") {

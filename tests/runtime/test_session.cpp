@@ -695,3 +695,88 @@ TEST_CASE("cpu backend: keys of batch 1 are shared by every batch row") {
 
 }  // namespace
 }  // namespace laya::test
+
+namespace laya::test {
+namespace {
+
+TEST_CASE("states: bind_states and symbol_max, their errors; execute needs the states bound") {
+  tools::TinyModelConfig cfg;
+  auto made = tools::make_tiny_decoder(cfg, 3);
+  REQUIRE(made.is_ok());
+  const ir::Graph& g = *made;
+  REQUIRE(g.states.size() == 2 * static_cast<size_t>(cfg.n_layers));
+
+  runtime::SessionOptions bad = cpu_options("ref");
+  bad.symbol_max = {{"nope", 3}};
+  CHECK(Session::prepare(g, bad).status().code() == StatusCode::kInvalidArgument);
+  bad.symbol_max = {{"cells", cfg.max_cells + 1}};
+  auto r = Session::prepare(g, bad);
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  CHECK(contains(r.status().message(), "symbol_max"));
+
+  runtime::SessionOptions o = cpu_options("ref");
+  o.symbol_max = {{"cells", 32}, {"seq", 8}};
+  auto s = Session::prepare(g, o);
+  REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+  Session& session = **s;
+  CHECK(session.symbols()[static_cast<size_t>(g.find_symbol("cells"))].max == 32);
+  auto buf = runtime::session_buffers_alloc(session);
+  REQUIRE(buf.is_ok());
+  REQUIRE(
+      session
+          .bind_memory(buf->persistent.region(), buf->activations.region(), buf->scratch.region())
+          .is_ok());
+  TinyCache kv = make_cache(g, 16);
+  TinyInputs in = tiny_inputs(1, 4, cfg.vocab, 0);
+  TokenCells tc;
+  tc.cells.resize(4);
+  tc.seq_ids.assign(4, 0);
+  REQUIRE(kv.cache->alloc(0, 4, tc.cells.data(), nullptr).is_ok());
+  std::vector<float> out(static_cast<size_t>(4 * cfg.vocab));
+  void* outputs[1] = {out.data()};
+  const std::vector<const void*> inputs = tiny_input_ptrs(g, kv.cache.get(), in, tc);
+
+  // Beyond the session's max; within it but before the states are bound.
+  int64_t sym[3] = {1, 9, 16};
+  CHECK(session.reshape(sym).code() == StatusCode::kOutOfRange);
+  sym[1] = 4;
+  REQUIRE(session.reshape(sym).is_ok());
+  Status st = session.execute(inputs, outputs);
+  CHECK(st.code() == StatusCode::kFailedPrecondition);
+  CHECK(contains(st.message(), "bind_states"));
+
+  // Wrong count, misaligned, too small for the current shapes (cells = 32 > 16).
+  std::vector<runtime::MemoryRegion> regions(kv.cache->state_regions().begin(),
+                                             kv.cache->state_regions().end());
+  CHECK(session.bind_states(std::span(regions.data(), 1)).code() == StatusCode::kInvalidArgument);
+  std::vector<runtime::MemoryRegion> shifted = regions;
+  shifted[1].data = static_cast<uint8_t*>(shifted[1].data) + 4;
+  st = session.bind_states(shifted);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(st.message(), "aligned"));
+  sym[2] = 32;
+  REQUIRE(session.reshape(sym).is_ok());
+  st = session.bind_states(regions);
+  CHECK(st.code() == StatusCode::kResourceExhausted);
+  CHECK(contains(st.message(), "l0.k_cache"));
+  sym[2] = 16;
+  REQUIRE(session.reshape(sym).is_ok());
+  REQUIRE(session.bind_states(regions).is_ok());
+  sym[2] = 32;  // now reshape checks the bound states
+  st = session.reshape(sym);
+  CHECK(st.code() == StatusCode::kResourceExhausted);
+  sym[2] = 16;
+  REQUIRE(session.reshape(sym).is_ok());
+  st = session.execute(inputs, outputs);
+  CHECK_MESSAGE(st.is_ok(), st.to_string());
+  // kv_write wrote the rows of the 4 cells into the caller's state memory, nothing else.
+  const float* k0 = static_cast<const float*>(regions[0].data);
+  const int64_t w = regions[0].bytes / 16 / sizeof(float);
+  bool written = false;
+  for (int64_t i = 0; i < 4 * w; ++i) written = written || k0[i] != 0.0f;
+  CHECK(written);
+  for (int64_t i = 4 * w; i < 16 * w; ++i) REQUIRE(k0[i] == 0.0f);
+}
+
+}  // namespace
+}  // namespace laya::test

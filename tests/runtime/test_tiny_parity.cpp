@@ -283,7 +283,7 @@ void check_model(bool encoder, Forward forward) {
         CAPTURE(seq);
         const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? seq / 4 : 0);
         std::vector<float> out;
-        Status st = run_tiny(*run.session, in, &out);
+        Status st = run_tiny(run, in, &out);
         REQUIRE_MESSAGE(st.is_ok(), st.to_string());
         const Error e = compare(out, forward(*g, cfg, in));
         INFO("max abs " << e.max_abs << ", nmse " << e.nmse);

@@ -5,7 +5,7 @@
 //
 //   laya-make-tiny OUT.laya [--kind encoder|decoder] [--dtype f32|f16|bf16|q8_0|q4_0|q4_1]
 //                  [--vocab N] [--d-model N] [--d-ff N] [--layers N] [--heads N] [--kv-heads N]
-//                  [--max-batch N] [--max-seq N] [--seed N]
+//                  [--max-batch N] [--max-seq N] [--max-cells N] [--seed N]
 //   laya-make-tiny --preset NAME -o OUT.laya [--seed N] [dimension overrides as above]
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +32,7 @@ constexpr const char* kUsage =
     "  --vocab N (1..2^31-1) --d-model N --d-ff N (1..2^20) --layers N (1..1024)\n"
     "  --heads N --kv-heads N (1..4096; d-model = heads x an even head_dim, heads a multiple of\n"
     "  kv-heads) --max-batch N (1..2^20) --max-seq N (1..2^30) --seed N (>= 0)\n"
+    "  --max-cells N            decoder: the most KV cache cells (1..2^30, default 256)\n"
     "  Block dtypes need d-model and d-ff multiples of 32; at most 2^31 parameters.\n"
     "\n"
     "  --preset NAME            a model at a real configuration, random s8 weights (one scale\n"
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   bool help = false;
   std::string kind, dtype, preset, out_opt;
   int64_t seed = 1, vocab = 0, d_model = 0, d_ff = 0, layers = 0, heads = 0, kv_heads = 0,
-          max_batch = 0, max_seq = 0;
+          max_batch = 0, max_seq = 0, max_cells = 0;
   tools::ArgParser p;
   p.flag("help", &help);
   p.choice("kind", {"encoder", "decoder"}, &kind);
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   p.integer("kv-heads", 1, 4096, &kv_heads);
   p.integer("max-batch", 1, int64_t{1} << 20, &max_batch);
   p.integer("max-seq", 1, int64_t{1} << 30, &max_seq);
+  p.integer("max-cells", 1, int64_t{1} << 30, &max_cells);
   p.integer("seed", 0, INT64_MAX, &seed);
   std::vector<const char*> args(argv, argv + argc);
   for (const char*& a : args)
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
   if (!preset.empty()) {
     if (!kind.empty() || !dtype.empty()) return bad("--kind and --dtype do not apply to a preset");
     if (max_batch != 0) return bad("--max-batch does not apply to a preset");
+    if (max_cells != 0) return bad("--max-cells does not apply to a preset");
     tools::PresetOverrides over;
     over.vocab = vocab;
     over.d_model = d_model;
@@ -142,6 +145,10 @@ int main(int argc, char** argv) {
   if (kv_heads) cfg.n_kv_heads = static_cast<int32_t>(kv_heads);
   if (max_batch) cfg.max_batch = max_batch;
   if (max_seq) cfg.max_seq = max_seq;
+  if (max_cells) {
+    if (kind != "decoder") return bad("--max-cells applies to a decoder (--kind decoder)");
+    cfg.max_cells = max_cells;
+  }
   if (!dtype.empty()) cfg.matmul_dtype = *ir::dtype_from_name(dtype);
   // A configuration that cannot make a model is a bad argument too.
   if (Status s = tools::tiny_config_check(cfg); !s.is_ok()) return bad(s.message());
