@@ -109,6 +109,11 @@ expect 0 "execute: median" -- run "$enc" --repeat 2 --dim seq=40 --dim batch=2
 expect 0 "logits f32 \[1, 16, 8192\]" -- run "$dec" --repeat 1
 expect 0 "profile \(measured" -- run "$dec" --repeat 1 --profile
 expect 0 "kernels: ref" -- run "$dec" --repeat 1 --kernels ref
+# The decoder's KV cache: listed by inspect; run prefills batch x seq tokens into a fresh cache.
+expect 0 "states \(KV cache: 8 states, 2048 bytes per cell" -- inspect "$dec"
+expect 0 "shape: batch=1 seq=40 cells=40" -- run "$dec" --repeat 1 --dim seq=40
+expect 0 "cells +i32 +\[1, 40\] generated: KV cache cells" -- run "$dec" --repeat 1 --dim seq=40
+expect 1 "KV cache full: 40 cells needed" -- run "$dec" --repeat 1 --dim seq=40 --dim cells=20
 
 # Inputs from .npy: the file's shape sets seq; an id outside the vocabulary is an execute error.
 npy_i4 "$tmp/ids.npy" "1, 5" 1 2 3 4 5

@@ -213,6 +213,20 @@ void print_io(const ir::Graph& g) {
     std::printf("  %-12s %-5s %s\n", v.name.c_str(), ir::dtype_name(v.dtype),
                 ir::shape_to_string(v.shape, g.symbols).c_str());
   }
+  if (g.states.empty()) return;
+  Result<runtime::KvCacheLayout> kv = runtime::kv_cache_layout(g);
+  if (kv.is_ok())
+    std::printf("states (KV cache: %zu states, %" PRIu64
+                " bytes per cell, cells in [%lld, %lld]):\n",
+                kv->states.size(), kv->bytes_per_cell, static_cast<long long>(kv->min_cells),
+                static_cast<long long>(kv->max_cells));
+  else
+    std::printf("states (not a KV cache: %s):\n", kv.status().message());
+  for (ir::ValueId id : g.states) {
+    const ir::Value& v = g.values[id];
+    std::printf("  %-12s %-5s %s\n", v.name.c_str(), ir::dtype_name(v.dtype),
+                ir::shape_to_string(v.shape, g.symbols).c_str());
+  }
 }
 
 std::string bucket_label(const ir::Graph& g, const runtime::Bucket& b) {
