@@ -127,7 +127,8 @@ struct Writer {
     for (const TensorSpec& t : tensors) {
       if (o.b.size() < data_start + t.offset + t.data.size())
         o.b.resize(data_start + t.offset + t.data.size(), 0);
-      std::memcpy(o.b.data() + data_start + t.offset, t.data.data(), t.data.size());
+      if (!t.data.empty())  // memcpy from a null pointer is undefined even for 0 bytes
+        std::memcpy(o.b.data() + data_start + t.offset, t.data.data(), t.data.size());
     }
     return o.b;
   }

@@ -4,6 +4,7 @@
 // scheduler's fusion, cost placement, head split and per-layer partition.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -187,9 +188,10 @@ TEST_CASE("ax8850 card: link bytes are the cost model's; chained calls stay on t
   auto params = hal::ax8850::backend_params(*s.backend("ax8850"));
   REQUIRE(params.is_ok());
   std::vector<ir::Extents> ext(dec.values.size());
-  const int64_t sym[1] = {17};
+  std::array<int64_t, ir::kMaxSymbols> sym{};  // shape_eval reads kMaxSymbols values
+  sym[0] = 17;
   for (size_t v = 0; v < ext.size(); ++v)
-    REQUIRE(ir::shape_eval(dec.values[v].shape, sym, &ext[v]).is_ok());
+    REQUIRE(ir::shape_eval(dec.values[v].shape, sym.data(), &ext[v]).is_ok());
   std::vector<uint8_t> on_device(dec.nodes.size());
   for (size_t n = 0; n < dec.nodes.size(); ++n) on_device[n] = s.placement()[n].backend == "ax8850";
   uint64_t h2d = 0, d2h = 0, calls = 0;

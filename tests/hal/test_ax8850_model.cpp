@@ -26,6 +26,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
 
 std::vector<ir::Extents> extents_at(const ir::Graph& g, std::vector<int64_t> symbols) {
   std::vector<ir::Extents> e(g.values.size());
+  symbols.resize(ir::kMaxSymbols, 0);  // shape_eval reads kMaxSymbols values
   for (size_t v = 0; v < g.values.size(); ++v) {
     Status s = ir::shape_eval(g.values[v].shape, symbols.data(), &e[v]);
     REQUIRE(s.is_ok());
