@@ -143,6 +143,32 @@ ValueId GraphBuilder::weight_ref(const std::string& name, DType dtype, const Sha
                     std::move(quant));
 }
 
+ValueId GraphBuilder::weight_deferred(const std::string& name, DType dtype, const Shape& shape,
+                                      std::shared_ptr<const WeightFill> fill, Quant quant) {
+  if (!ok()) return kNoValue;
+  uint64_t bytes = 0;  // stays 0 for a symbolic shape, which check_weight reports
+  if (shape.is_fixed()) {
+    Result<int64_t> count = shape_max_count(shape, graph_.symbols);
+    Result<uint64_t> b =
+        count.is_ok() ? dtype_bytes(dtype, *count) : Result<uint64_t>(count.status());
+    if (!b.is_ok()) {
+      fail(b.status());
+      return kNoValue;
+    }
+    bytes = *b;
+  }
+  if (bytes > 0 && fill == nullptr) {
+    fail(status_error(StatusCode::kInvalidArgument, "deferred weight '%s' has no fill",
+                      name.c_str()));
+    return kNoValue;
+  }
+  // The fill stands for the bytes check_weight asks for.
+  if (!check_weight(name, dtype, shape, fill.get(), bytes)) return kNoValue;
+  const ValueId id = add_weight(name, dtype, shape, nullptr, bytes, std::move(quant));
+  if (bytes > 0) graph_.values[id].fill = std::move(fill);
+  return id;
+}
+
 std::vector<ValueId> GraphBuilder::node(Op op, const std::vector<ValueId>& inputs,
                                         const Attrs& attrs, const std::string& name) {
   if (!ok()) return {};

@@ -43,9 +43,14 @@ class GraphBuilder {
   // kInvalidArgument) is referenced as it is and must stay valid and unchanged while the graph or
   // any copy of it lives, which `owner` guarantees (kept once in Graph::keepalive; nullable when
   // `data` outlives the graph by other means). Same size checks as weight(). For weights made in
-  // place (random-weight presets) or shared (one zero mapping behind a shape-only graph).
+  // place (random-weight presets), shared (one zero mapping behind a shape-only graph) or in a
+  // memory-mapped checkpoint (frontends/: the safetensors file's mapping is the owner).
   ValueId weight_ref(const std::string& name, DType dtype, const Shape& shape, const void* data,
                      uint64_t nbytes, std::shared_ptr<const void> owner, Quant quant = {});
+  // A deferred constant (see ir::WeightFill): no bytes now; `fill` makes them while model_write
+  // writes the graph. Its size is the shape's element count in `dtype`.
+  ValueId weight_deferred(const std::string& name, DType dtype, const Shape& shape,
+                          std::shared_ptr<const WeightFill> fill, Quant quant = {});
 
   // A node with the given inputs and attributes; returns its outputs (named `name`, or
   // "<op>_<node>" / "<name>.<i>" for several). An absent optional input is kNoValue: trailing ones
@@ -101,7 +106,7 @@ class GraphBuilder {
 
  private:
   bool ok() const { return status_.is_ok(); }
-  // The checks weight() and weight_external() share; false after recording the error.
+  // The checks weight(), weight_ref() and weight_deferred() share; false after recording the error.
   bool check_weight(const std::string& name, DType dtype, const Shape& shape, const void* data,
                     uint64_t nbytes);
   ValueId add_weight(const std::string& name, DType dtype, const Shape& shape, const uint8_t* data,

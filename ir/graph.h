@@ -97,6 +97,18 @@ enum class InputRole : uint8_t {
 };
 const char* input_role_name(InputRole r);
 
+// The bytes of a deferred weight (Value::fill), made only when the graph is written to a file: an
+// importer converting a memory-mapped checkpoint (f16 -> int8, say) hands one of these per tensor,
+// and model_write streams the converted bytes through a small buffer, so no converted tensor is
+// ever held whole in memory. Implementations must be callable from any thread, any number of times.
+class WeightFill {
+ public:
+  virtual ~WeightFill() = default;
+  // Writes bytes [offset, offset + n) of the weight's stored form (its dtype, row-major) to `dst`.
+  // `offset` and `n` are multiples of the dtype's block size in bytes, within the weight's nbytes.
+  virtual Status fill(uint64_t offset, uint8_t* dst, uint64_t n) const = 0;
+};
+
 struct Value {
   std::string name;
   DType dtype = DType::kF32;
@@ -104,8 +116,13 @@ struct Value {
   Quant quant;
   ValueKind kind = ValueKind::kActivation;
   InputRole role = InputRole::kNone;  // kInput only
-  const uint8_t* data = nullptr;      // kWeight only: `nbytes` bytes, 64-byte aligned, read-only
+  // kWeight only: `nbytes` bytes, read-only, aligned to the dtype's element size (64-byte aligned
+  // in a loaded .laya file and in GraphBuilder::weight's copies). Null for a deferred weight.
+  const uint8_t* data = nullptr;
   uint64_t nbytes = 0;
+  // kWeight only: a deferred weight (data == nullptr, nbytes > 0): its bytes exist only once
+  // model_write has streamed them into a file. Sessions refuse graphs with deferred weights.
+  std::shared_ptr<const WeightFill> fill;
   NodeId producer = kNoNode;  // kActivation only
 };
 
@@ -199,7 +216,8 @@ ValueId aliased_state(const Graph& g, ValueId v);
 // message naming the node / value.
 Status graph_verify(const Graph& g);
 
-// Structural equality: symbols, values (incl. weight bytes), nodes, inputs, outputs, metadata.
+// Structural equality: symbols, values (incl. weight bytes; deferred weights are equal when they
+// share the fill object), nodes, inputs, outputs, metadata.
 // Used by the round-trip tests; `why` (optional) receives the first difference.
 bool graph_equal(const Graph& a, const Graph& b, std::string* why = nullptr);
 

@@ -102,9 +102,20 @@ inline constexpr uint64_t kModelAlignment = 64;
 // graph_verify first and writes nothing for an invalid graph (returning its error). The bytes go to
 // a fresh "<path>.tmp", which is fsync'ed and then renamed over `path` (ir/file_io.h), so `path` is
 // either untouched or complete; on any failure the tmp file is removed.
-// Weight bytes are streamed from `g` to the file (no second copy in memory). I/O failures return
-// kIoError naming the file and the OS error.
-Status model_write(const Graph& g, const std::string& path);
+// Weight bytes are streamed from `g` to the file (no second copy in memory); a deferred weight
+// (Value::fill) is made through one buffer of at most kWriteChunkBytes, reused for every chunk of
+// every such weight, so writing needs no more memory than that whatever the weights' sizes. A fill
+// failure is returned as is, prefixed with the weight's name. I/O failures return kIoError naming
+// the file and the OS error.
+inline constexpr uint64_t kWriteChunkBytes = uint64_t{8} << 20;
+
+struct WriteOptions {
+  // Called after each weight-section piece is written (nullable): bytes written so far and the
+  // total, both of the whole file.
+  void (*progress)(void* user, uint64_t done, uint64_t total) = nullptr;
+  void* user = nullptr;
+};
+Status model_write(const Graph& g, const std::string& path, const WriteOptions& opts = {});
 
 // Opens `path`, maps it read-only (MAP_PRIVATE, madvise WILLNEED) and parses it with model_parse.
 // The returned graph's weights and blobs point into the mapping, which the graph keeps alive

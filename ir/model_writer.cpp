@@ -1,5 +1,8 @@
 // model_write: Graph -> .laya (layout in ir/model_file.h). The FlatBuffer is built in memory (it
 // holds no weight bytes); weights and blobs are streamed from the graph straight into the file.
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -23,7 +26,8 @@ uint64_t align_up(uint64_t x) {
 struct Piece {
   const uint8_t* data;
   uint64_t size;
-  uint64_t offset;  // relative to the section
+  uint64_t offset;        // relative to the section
+  const Value* deferred;  // a weight made by its fill (data is null)
 };
 
 // Places blobs one after the other, each at a multiple of kModelAlignment.
@@ -31,9 +35,9 @@ struct SectionPlan {
   std::vector<Piece> pieces;
   uint64_t end = 0;
 
-  fb::Extent place(const uint8_t* data, uint64_t size) {
+  fb::Extent place(const uint8_t* data, uint64_t size, const Value* deferred = nullptr) {
     const uint64_t offset = align_up(end);
-    pieces.push_back(Piece{data, size, offset});
+    pieces.push_back(Piece{data, size, offset, deferred});
     end = offset + size;
     return fb::Extent(offset, size);
   }
@@ -135,23 +139,61 @@ Status write_zeros(FileWriter& f, uint64_t n) {
   return f.write(kZeros, n);
 }
 
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Streams a deferred weight through `buf` (kWriteChunkBytes, or the weight's size if smaller).
+Status write_deferred(FileWriter& f, const Value& v, uint8_t* buf, uint64_t buf_bytes) {
+  const uint64_t block = dtype_info(v.dtype).block_bytes;
+  const uint64_t chunk = buf_bytes / block * block;
+  for (uint64_t at = 0; at < v.nbytes; at += chunk) {
+    const uint64_t n = v.nbytes - at < chunk ? v.nbytes - at : chunk;
+    Status s = v.fill->fill(at, buf, n);
+    if (!s.is_ok()) return Status(s.code(), "weight '" + v.name + "': " + std::string(s.message()));
+    LAYA_RETURN_IF_ERROR(f.write(buf, n));
+  }
+  return Status::ok();
+}
+
 // Writes the whole image: FlatBuffer, padding, then every piece at its offset.
 Status write_image(FileWriter& f, const uint8_t* fb_data, uint64_t fb_total,
-                   uint64_t weights_offset, const SectionPlan& plan) {
+                   uint64_t weights_offset, const SectionPlan& plan, const WriteOptions& opts) {
   LAYA_RETURN_IF_ERROR(f.write(fb_data, fb_total));
   LAYA_RETURN_IF_ERROR(write_zeros(f, weights_offset - fb_total));
+  const uint64_t total = weights_offset + plan.end;
+  // One buffer for every deferred weight, sized for the largest chunk any of them needs.
+  uint64_t buf_bytes = 0;
+  for (const Piece& p : plan.pieces)
+    if (p.deferred != nullptr) {
+      const uint64_t block = dtype_info(p.deferred->dtype).block_bytes;
+      const uint64_t chunk =
+          std::max<uint64_t>(kWriteChunkBytes / block * block, block);  // at least one block
+      buf_bytes = std::max(buf_bytes, std::min(p.size, chunk));
+    }
+  std::unique_ptr<uint8_t, FreeDeleter> buf;
+  if (buf_bytes > 0) {
+    buf.reset(static_cast<uint8_t*>(std::malloc(buf_bytes)));
+    if (!buf)
+      return status_error(StatusCode::kResourceExhausted, "cannot allocate a %llu-byte buffer",
+                          static_cast<unsigned long long>(buf_bytes));
+  }
   uint64_t pos = 0;  // within the section
   for (const Piece& p : plan.pieces) {
     LAYA_RETURN_IF_ERROR(write_zeros(f, p.offset - pos));
-    LAYA_RETURN_IF_ERROR(f.write(p.data, p.size));
+    if (p.deferred != nullptr)
+      LAYA_RETURN_IF_ERROR(write_deferred(f, *p.deferred, buf.get(), buf_bytes));
+    else
+      LAYA_RETURN_IF_ERROR(f.write(p.data, p.size));
     pos = p.offset + p.size;
+    if (opts.progress != nullptr) opts.progress(opts.user, weights_offset + pos, total);
   }
   return f.commit();
 }
 
 }  // namespace
 
-Status model_write(const Graph& g, const std::string& path) {
+Status model_write(const Graph& g, const std::string& path, const WriteOptions& opts) {
   Status valid = graph_verify(g);
   if (!valid.is_ok())
     return Status(valid.code(),
@@ -170,7 +212,7 @@ Status model_write(const Graph& g, const std::string& path) {
   std::vector<Offset<fb::Value>> values;
   for (const Value& v : g.values) {
     if (v.kind == ValueKind::kWeight) {
-      const fb::Extent extent = plan.place(v.data, v.nbytes);
+      const fb::Extent extent = plan.place(v.data, v.nbytes, v.fill ? &v : nullptr);
       values.push_back(write_value(b, v, &extent));
     } else {
       values.push_back(write_value(b, v, nullptr));
@@ -194,7 +236,7 @@ Status model_write(const Graph& g, const std::string& path) {
     return status_error(StatusCode::kInternal, "weights_offset field missing from the FlatBuffer");
 
   LAYA_ASSIGN_OR_RETURN(FileWriter f, FileWriter::create(path));
-  return write_image(f, b.GetBufferPointer(), fb_total, weights_offset, plan);
+  return write_image(f, b.GetBufferPointer(), fb_total, weights_offset, plan, opts);
 }
 
 }  // namespace laya::ir

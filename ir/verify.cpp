@@ -126,8 +126,10 @@ Status graph_verify(const Graph& g) {
                            "holds " + std::to_string(v.nbytes) + " bytes, shape " +
                                shape_to_string(v.shape, g.symbols) + " of " + dtype_name(v.dtype) +
                                " needs " + std::to_string(*bytes));
-        if (v.nbytes > 0 && v.data == nullptr)
+        if (v.nbytes > 0 && v.data == nullptr && v.fill == nullptr)
           return value_err(StatusCode::kGraphInvalid, id, v, "weight without data");
+        if (v.data != nullptr && v.fill != nullptr)
+          return value_err(StatusCode::kGraphInvalid, id, v, "weight with both data and a fill");
         break;
       }
       case ValueKind::kInput:
@@ -136,7 +138,7 @@ Status graph_verify(const Graph& g) {
         Result<uint64_t> bytes = dtype_bytes(v.dtype, max_count);
         if (!bytes.is_ok())
           return value_err(bytes.status().code(), id, v, bytes.status().message());
-        if (v.data != nullptr)
+        if (v.data != nullptr || v.fill != nullptr)
           return value_err(StatusCode::kGraphInvalid, id, v, "non-weight value carries data");
         if (v.kind == ValueKind::kActivation && v.producer == kNoNode)
           return value_err(StatusCode::kGraphUndefinedValue, id, v, "is never produced");

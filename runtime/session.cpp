@@ -65,6 +65,12 @@ const hal::Backend* Session::backend(const std::string& name) const {
 Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
                                                   const SessionOptions& opts) {
   LAYA_RETURN_IF_ERROR(ir::graph_verify(graph));
+  for (const ir::Value& v : graph.values)
+    if (v.kind == ir::ValueKind::kWeight && v.fill != nullptr)
+      return status_error(StatusCode::kFailedPrecondition,
+                          "weight '%s' is deferred: its bytes exist only once the graph is written "
+                          "to a file (model_write); load that file instead",
+                          v.name.c_str());
   std::unique_ptr<Session> s(new Session());
   s->graph_ = graph;
   const ir::Graph& g = s->graph_;

@@ -139,7 +139,8 @@ class Session {
   // Prepare phase. kNotFound for an unknown backend name; kUnsupported when no backend (cpu
   // included) runs a node; kInvalidArgument for bad bucket bounds; kOutOfRange when a bucket's
   // inputs and activations together would need more than 2^48 bytes (256 TiB; below that no size
-  // derived from extents can overflow); graph errors from the verifier.
+  // derived from extents can overflow); graph errors from the verifier; kFailedPrecondition for a
+  // graph with deferred weights (ir::WeightFill).
   static Result<std::unique_ptr<Session>> prepare(const ir::Graph& graph,
                                                   const SessionOptions& opts);
   ~Session();

@@ -218,6 +218,56 @@ TEST_CASE("builder: weight_ref keeps the caller's bytes and their owner once, ch
   CHECK_STATUS(c.status(), StatusCode::kFileSizeMismatch, "12 bytes given");
 }
 
+namespace {
+
+// Bytes i, i + 1, ... for a deferred weight; counts its calls.
+struct CountingFill final : WeightFill {
+  mutable int calls = 0;
+  Status fill(uint64_t offset, uint8_t* dst, uint64_t n) const override {
+    ++calls;
+    for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(offset + i);
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("builder: deferred weights carry a fill and no bytes until the file is written") {
+  auto fill = std::make_shared<CountingFill>();
+  GraphBuilder b;
+  const ValueId w =
+      b.weight_deferred("w", DType::kI8, Shape::fixed({2, 4}), fill, per_channel(0, 2));
+  Result<Graph> g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  const Value& v = g->values[w];
+  CHECK(v.data == nullptr);
+  CHECK(v.nbytes == 8);
+  CHECK(v.fill == fill);
+  CHECK(fill->calls == 0);  // nothing is made before the file is written
+
+  GraphBuilder none;
+  CHECK(none.weight_deferred("w", DType::kF32, Shape::fixed({2}), nullptr) == kNoValue);
+  CHECK_STATUS(none.status(), StatusCode::kInvalidArgument, "no fill");
+  GraphBuilder sym;
+  const int s = sym.symbol("s", 1, 4);
+  CHECK(sym.weight_deferred("w", DType::kF32, Shape::of({Dim::sym(s)}), fill) == kNoValue);
+  CHECK_STATUS(sym.status(), StatusCode::kGraphShapeMismatch, "fixed shape");
+
+  // The verifier: a weight needs data or a fill, not both; other values neither.
+  Graph both = *g;
+  uint8_t bytes[8] = {};
+  both.values[w].data = bytes;
+  CHECK_STATUS(graph_verify(both), StatusCode::kGraphInvalid, "both data and a fill");
+  Graph neither = *g;
+  neither.values[w].fill = nullptr;
+  CHECK_STATUS(graph_verify(neither), StatusCode::kGraphInvalid, "weight without data");
+  // graph_equal: the same fill object is equal, another one is not.
+  CHECK(graph_equal(*g, *g));
+  Graph other = *g;
+  other.values[w].fill = std::make_shared<CountingFill>();
+  CHECK_FALSE(graph_equal(*g, other));
+}
+
 TEST_CASE("builder: outputs are renamed and listed; non-activations are refused") {
   GraphBuilder b;
   const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 8}));

@@ -882,6 +882,94 @@ TEST_CASE("model file: the writer leaves nothing behind on failure") {
   }
 }
 
+namespace {
+
+// A deferred f32 weight whose element i is i * 0.5 (checks the writer's chunking: every byte must
+// be asked for exactly once, in order); optionally fails at a given offset.
+struct RampFill final : WeightFill {
+  mutable uint64_t next = 0;
+  mutable int calls = 0;
+  uint64_t fail_at = UINT64_MAX;
+  Status fill(uint64_t offset, uint8_t* dst, uint64_t n) const override {
+    ++calls;
+    if (offset != next || offset % 4 != 0 || n % 4 != 0)
+      return status_error(StatusCode::kInternal, "unexpected range %llu +%llu",
+                          static_cast<unsigned long long>(offset),
+                          static_cast<unsigned long long>(n));
+    if (offset >= fail_at) return status_error(StatusCode::kOutOfRange, "ramp stops here");
+    for (uint64_t i = 0; i < n; i += 4) {
+      const float v = static_cast<float>((offset + i) / 4) * 0.5f;
+      std::memcpy(dst + i, &v, 4);
+    }
+    next = offset + n;
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("model file: deferred weights are streamed in chunks; progress is reported") {
+  TempDir dir;
+  // 5 M floats (20 MB): more than two writer chunks of kWriteChunkBytes.
+  const int64_t n = 5 * 1024 * 1024;
+  auto fill = std::make_shared<RampFill>();
+  GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 8);
+  const ValueId x = b.input("x", DType::kF32, Shape::of({Dim::sym(seq), Dim::fixed(n / 1024)}));
+  const ValueId w = b.weight_deferred("w", DType::kF32, Shape::fixed({1024, n / 1024}), fill);
+  b.output(b.matmul(x, w, kNoValue, "mm"), "y");
+  Result<Graph> g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+
+  struct Seen {
+    uint64_t last = 0, total = 0;
+    int calls = 0;
+    bool monotonic = true;
+  } seen;
+  WriteOptions wo;
+  wo.user = &seen;
+  wo.progress = [](void* user, uint64_t done, uint64_t total) {
+    auto* s = static_cast<Seen*>(user);
+    s->monotonic = s->monotonic && done >= s->last;
+    s->last = done;
+    s->total = total;
+    ++s->calls;
+  };
+  const std::string path = dir.file("m.laya");
+  const Status st = model_write(*g, path, wo);
+  REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+  CHECK(fill->calls == static_cast<int>((n * 4 + kWriteChunkBytes - 1) / kWriteChunkBytes));
+  CHECK(seen.monotonic);
+  CHECK(seen.calls >= 1);
+  CHECK(seen.last == seen.total);
+  CHECK(seen.total == static_cast<uint64_t>(std::filesystem::file_size(path)));
+
+  Result<Graph> back = model_load(path);
+  REQUIRE_MESSAGE(back.is_ok(), back.status().to_string());
+  const Value& v = back->values[back->find_value("w")];
+  REQUIRE(v.nbytes == static_cast<uint64_t>(n) * 4);
+  CHECK(v.fill == nullptr);
+  bool ramp = true;
+  for (int64_t i = 0; i < n && ramp; i += 4099) {
+    float f;
+    std::memcpy(&f, v.data + 4 * i, 4);
+    ramp = f == static_cast<float>(i) * 0.5f;
+  }
+  CHECK(ramp);
+
+  // A fill that fails: its error (with the weight's name) is returned, nothing is left behind.
+  auto broken = std::make_shared<RampFill>();
+  broken->fail_at = kWriteChunkBytes;
+  g->values[g->find_value("w")].fill = broken;
+  const std::string bad = dir.file("bad.laya");
+  const Status s2 = model_write(*g, bad);
+  CHECK(s2.code() == StatusCode::kOutOfRange);
+  CHECK(mentions(s2, "weight 'w'"));
+  CHECK(mentions(s2, "ramp stops here"));
+  CHECK_FALSE(exists(bad));
+  CHECK_FALSE(exists(bad + ".tmp"));
+}
+
 // Error messages print shapes read from files; extreme values must print without overflow.
 TEST_CASE("model file: dimensions with extreme values print without overflow") {
   const std::vector<Symbol> syms = {{"seq", 1, 8}};
