@@ -312,6 +312,29 @@ ValueId GraphBuilder::kv_write(ValueId cache, ValueId rows, ValueId cells,
                                const std::string& name) {
   return node1(Op::kKvWrite, {cache, rows, cells}, {}, name);
 }
+ValueId GraphBuilder::gather(ValueId x, ValueId idx, const std::string& name) {
+  return node1(Op::kGather, {x, idx}, {}, name);
+}
+ValueId GraphBuilder::concat(const std::vector<ValueId>& xs, const std::string& name) {
+  return node1(Op::kConcat, xs, {}, name);
+}
+ValueId GraphBuilder::reshape(ValueId x, const std::vector<int64_t>& sizes,
+                              const std::string& name) {
+  Attrs a;
+  a.sizes = sizes;
+  return node1(Op::kReshape, {x}, a, name);
+}
+ValueId GraphBuilder::masked_fill(ValueId x, ValueId mask, float value, const std::string& name) {
+  Attrs a;
+  a.value = value;
+  return node1(Op::kMaskedFill, {x, mask}, a, name);
+}
+ValueId GraphBuilder::segment_mean(ValueId x, ValueId starts, const std::string& name) {
+  return node1(Op::kSegmentMean, {x, starts}, {}, name);
+}
+ValueId GraphBuilder::act_features(ValueId logits, ValueId valid, const std::string& name) {
+  return node1(Op::kActFeatures, {logits, valid}, {}, name);
+}
 
 void GraphBuilder::output(ValueId v, const std::string& name) {
   if (!ok()) return;

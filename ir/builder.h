@@ -93,6 +93,13 @@ class GraphBuilder {
                              const std::string& name = "");
   // Writes rows [B, S, W] into cells i32 [B, S] of `cache` (a state) and returns the cache.
   ValueId kv_write(ValueId cache, ValueId rows, ValueId cells, const std::string& name = "");
+  ValueId gather(ValueId x, ValueId idx, const std::string& name = "");
+  ValueId concat(const std::vector<ValueId>& xs, const std::string& name = "");
+  // sizes: > 0 fixed, < 0 copies x's dim (-s - 1) (ir/ops.inc).
+  ValueId reshape(ValueId x, const std::vector<int64_t>& sizes, const std::string& name = "");
+  ValueId masked_fill(ValueId x, ValueId mask, float value, const std::string& name = "");
+  ValueId segment_mean(ValueId x, ValueId starts, const std::string& name = "");
+  ValueId act_features(ValueId logits, ValueId valid, const std::string& name = "");
 
   // Marks `v` (a node output) as a graph output, renaming it when `name` is given.
   void output(ValueId v, const std::string& name = "");

@@ -94,7 +94,8 @@ inline constexpr uint16_t kModelFormatMajor = 1;
 //   1.1  attention takes q_pos, k_pos, q_seq, k_seq (inputs 4..7); node inputs may hold kNoValue
 //   1.2  K-quant dtypes q4_K, q5_K, q6_K; state values (ValueKind state, Model.states), the
 //        kv_write op, input roles seq_ids, cache_cells, cell_positions, cell_seq_ids
-inline constexpr uint16_t kModelFormatMinor = 2;
+//   1.3  ops gather, concat, reshape, masked_fill, segment_mean, act_features; Attrs.value
+inline constexpr uint16_t kModelFormatMinor = 3;
 // Alignment of the weight section and of every byte range in it.
 inline constexpr uint64_t kModelAlignment = 64;
 

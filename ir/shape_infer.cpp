@@ -347,6 +347,114 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       o.shape = cs;
       return Status::ok();
     }
+    case Op::kGather: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "idx"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(1, 0, kMaxRank - 1, "idx"));
+      o.shape = c.in(1).shape;
+      o.shape.dims[o.shape.rank++] = c.in(0).shape.back();
+      return Status::ok();
+    }
+    case Op::kConcat: {
+      Dim width = Dim::fixed(0);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::kF32, "input"));
+        LAYA_RETURN_IF_ERROR(c.want_rank(i, 1, kMaxRank, "input"));
+        LAYA_ASSIGN_OR_RETURN(const int64_t w, c.fixed_last(i, "every input"));
+        const Shape &x0 = c.in(0).shape, &xi = c.in(i).shape;
+        if (xi.rank != x0.rank)
+          return c.err(StatusCode::kGraphShapeMismatch, "input " + std::to_string(i) + " " +
+                                                            c.shp(xi) + " and input 0 " +
+                                                            c.shp(x0) + " differ in rank");
+        for (int d = 0; d + 1 < x0.rank; ++d)
+          LAYA_RETURN_IF_ERROR(c.want_eq(xi.dims[d], x0.dims[d],
+                                         "leading dim " + std::to_string(d) + " of input " +
+                                             std::to_string(i) + " vs input 0"));
+        if (__builtin_add_overflow(width.c, w, &width.c))
+          return c.err(StatusCode::kOutOfRange, "the widths' sum overflows");
+      }
+      o.shape = with_last(c.in(0).shape, width);
+      return Status::ok();
+    }
+    case Op::kReshape: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
+      const Shape& x = c.in(0).shape;
+      if (a.sizes.empty() || a.sizes.size() > static_cast<size_t>(kMaxRank))
+        return c.err(StatusCode::kGraphBadAttribute, "sizes has " + std::to_string(a.sizes.size()) +
+                                                         " dims, expected 1.." +
+                                                         std::to_string(kMaxRank));
+      // Fixed products on both sides; symbolic dims of x copied once each, in order.
+      int64_t in_fixed = 1, out_fixed = 1;
+      std::vector<int> sym_dims;
+      for (int d = 0; d < x.rank; ++d) {
+        if (x.dims[d].is_fixed())
+          in_fixed *= x.dims[d].c;
+        else
+          sym_dims.push_back(d);
+      }
+      size_t next_sym = 0;
+      o.shape.rank = static_cast<int32_t>(a.sizes.size());
+      for (size_t i = 0; i < a.sizes.size(); ++i) {
+        const int64_t s = a.sizes[i];
+        if (s > 0) {
+          if (__builtin_mul_overflow(out_fixed, s, &out_fixed))
+            return c.err(StatusCode::kGraphBadAttribute, "sizes overflow");
+          o.shape.dims[i] = Dim::fixed(s);
+          continue;
+        }
+        if (s == 0 || s < -int64_t{x.rank})
+          return c.err(
+              StatusCode::kGraphBadAttribute,
+              "size " + std::to_string(s) + " is neither positive nor a dim of x " + c.shp(x));
+        const int d = static_cast<int>(-s - 1);
+        o.shape.dims[i] = x.dims[d];
+        if (x.dims[d].is_fixed()) {
+          if (__builtin_mul_overflow(out_fixed, x.dims[d].c, &out_fixed))
+            return c.err(StatusCode::kGraphBadAttribute, "sizes overflow");
+        } else if (next_sym >= sym_dims.size() || sym_dims[next_sym] != d) {
+          return c.err(StatusCode::kGraphBadAttribute,
+                       "symbolic dims of x " + c.shp(x) + " must each be copied once, in order");
+        } else {
+          ++next_sym;
+        }
+      }
+      if (next_sym != sym_dims.size())
+        return c.err(StatusCode::kGraphBadAttribute, "symbolic dim " +
+                                                         std::to_string(sym_dims[next_sym]) +
+                                                         " of x " + c.shp(x) + " is not copied");
+      if (in_fixed != out_fixed)
+        return c.err(StatusCode::kGraphShapeMismatch,
+                     "x " + c.shp(x) + " has " + std::to_string(in_fixed) +
+                         " elements per symbolic combination, the new shape " +
+                         std::to_string(out_fixed));
+      return Status::ok();
+    }
+    case Op::kMaskedFill:
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "mask"));
+      if (!(c.in(1).shape == c.in(0).shape))
+        return c.err(StatusCode::kGraphShapeMismatch,
+                     "mask " + c.shp(c.in(1).shape) + " differs from x " + c.shp(c.in(0).shape));
+      o.shape = c.in(0).shape;
+      return Status::ok();
+    case Op::kSegmentMean:
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "starts"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(1, 1, 1, "starts"));
+      o.shape = Shape::of({c.in(1).shape.dims[0], c.in(0).shape.back()});
+      return Status::ok();
+    case Op::kActFeatures:
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "logits"));
+      LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "logits"));
+      LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "valid"));
+      if (!(c.in(1).shape == c.in(0).shape))
+        return c.err(
+            StatusCode::kGraphShapeMismatch,
+            "valid " + c.shp(c.in(1).shape) + " differs from logits " + c.shp(c.in(0).shape));
+      o.shape = with_last(c.in(0).shape, Dim::fixed(4));
+      return Status::ok();
     case Op::kCount:
       break;
   }

@@ -186,6 +186,17 @@ struct KernelTable {
   int64_t (*argmax)(const float* x, int64_t n) = nullptr;
   // The k largest values, descending (ties: lower index first) into idx[k], val[k]; k <= n.
   void (*topk)(const float* x, int64_t n, int32_t k, int32_t* idx, float* val) = nullptr;
+  // out[r, :] = mean of the rows [starts[r], end_r) of x [n, dim], end_r = starts[r + 1] (n for the
+  // last segment); zeros for an empty segment. Returns the first r whose bounds break
+  // 0 <= starts[r] <= end_r <= n (out is then unspecified), or -1. An execute-time index check.
+  int64_t (*segment_mean)(const float* x, int64_t n, int64_t dim, const int32_t* starts,
+                          int64_t segments, float* out, const ThreadPool* pool) = nullptr;
+  // y[i] = mask[i] != 0 ? x[i] : value for i < n; x may equal y.
+  void (*masked_fill)(const float* x, const int32_t* mask, float value, float* y, int64_t n,
+                      const ThreadPool* pool) = nullptr;
+  // Laya's act-head features (ir/ops.inc, act_features) of `rows` rows of k logits, out[rows, 4].
+  void (*act_features)(const float* logits, const int32_t* valid, int64_t rows, int64_t k,
+                       float* out) = nullptr;
 };
 
 // The scalar reference table (always complete).

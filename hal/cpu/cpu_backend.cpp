@@ -52,6 +52,7 @@ struct Step {
                        ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue};  // absent: kNoValue
   ir::ValueId out = ir::kNoValue;
   std::vector<ir::ValueId> outs;  // split
+  std::vector<ir::ValueId> ins;   // concat
   ir::Attrs attrs;
 
   // matmul / embedding weights
@@ -165,7 +166,9 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n,
       if (n.inputs[i] == ir::kNoValue) continue;
       const bool index = (n.op == ir::Op::kRope && i == 1) ||
                          (n.op == ir::Op::kAttention && i >= 3) ||
-                         (n.op == ir::Op::kKvWrite && i == 2);
+                         (n.op == ir::Op::kKvWrite && i == 2) ||
+                         (i == 1 && (n.op == ir::Op::kGather || n.op == ir::Op::kMaskedFill ||
+                                     n.op == ir::Op::kSegmentMean || n.op == ir::Op::kActFeatures));
       const ir::DType want = index ? ir::DType::kI32 : ir::DType::kF32;
       if (!dtype_is(i, want))
         return unsupported(n, std::string("input ") + std::to_string(i) + " is " +
@@ -224,6 +227,12 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n,
     case ir::Op::kRelu:
     case ir::Op::kSoftmax:
     case ir::Op::kSplit:
+    case ir::Op::kGather:
+    case ir::Op::kConcat:
+    case ir::Op::kReshape:
+    case ir::Op::kMaskedFill:
+    case ir::Op::kSegmentMean:
+    case ir::Op::kActFeatures:
       return want_f32(0);
     case ir::Op::kCount:
       break;
@@ -262,6 +271,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
     for (size_t i = 0; i < n.inputs.size() && i < 8; ++i) s.in[i] = n.inputs[i];
     s.out = n.outputs.empty() ? ir::kNoValue : n.outputs[0];
     if (n.op == ir::Op::kSplit) s.outs = n.outputs;
+    if (n.op == ir::Op::kConcat) s.ins = n.inputs;
     s.attrs = n.attrs;
     if (n.op == ir::Op::kMatMul || n.op == ir::Op::kEmbedding) {
       const ir::ValueId wid = n.inputs[n.op == ir::Op::kMatMul ? 1 : 0];
@@ -392,6 +402,10 @@ void CpuBackend::set_args(Step& s, const TensorBinding* v) const {
     case ir::Op::kKvWrite:
       s.rows = v[s.in[1]].extents.rows();  // tokens written
       s.count = x.d[1];                    // cells
+      break;
+    case ir::Op::kGather:
+    case ir::Op::kSegmentMean:
+      s.count = v[s.in[1]].extents.count();  // indices / segments
       break;
     case ir::Op::kAttention: {
       const ir::Extents &q = x, &k = v[s.in[1]].extents;
@@ -599,6 +613,51 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
                     static_cast<size_t>(s.dim) * sizeof(float));
       return Status::ok();
     }
+    case ir::Op::kGather: {
+      const int32_t* idx = i32(s.in[1]);
+      const int64_t bad = table_.embedding(kernels::WType::kF32, f32(s.in[0]), nullptr, s.rows,
+                                           s.dim, idx, s.count, f32(s.out), pool);
+      if (bad >= 0)
+        return status_error(StatusCode::kIndexOutOfRange,
+                            "gather '%s' (node %u): index %d at position %lld is outside [0, %lld)",
+                            e.graph->nodes[s.id].name.c_str(), s.id, idx[bad],
+                            static_cast<long long>(bad), static_cast<long long>(s.rows));
+      return Status::ok();
+    }
+    case ir::Op::kConcat: {
+      float* y = f32(s.out);
+      const int64_t width = v[s.out].extents.back();
+      int64_t col = 0;
+      for (ir::ValueId in : s.ins) {
+        const int64_t w = v[in].extents.back();
+        const float* x = f32(in);
+        for (int64_t r = 0; r < s.rows; ++r)
+          std::memcpy(y + r * width + col, x + r * w, static_cast<size_t>(w) * sizeof(float));
+        col += w;
+      }
+      return Status::ok();
+    }
+    case ir::Op::kReshape:
+      std::memcpy(f32(s.out), f32(s.in[0]), static_cast<size_t>(s.count) * sizeof(float));
+      return Status::ok();
+    case ir::Op::kMaskedFill:
+      table_.masked_fill(f32(s.in[0]), i32(s.in[1]), s.attrs.value, f32(s.out), s.count, pool);
+      return Status::ok();
+    case ir::Op::kSegmentMean: {
+      const int32_t* starts = i32(s.in[1]);
+      const int64_t bad =
+          table_.segment_mean(f32(s.in[0]), s.rows, s.dim, starts, s.count, f32(s.out), pool);
+      if (bad >= 0)
+        return status_error(StatusCode::kIndexOutOfRange,
+                            "segment_mean '%s' (node %u): segment %lld starts at %d; starts must "
+                            "be non-decreasing within [0, %lld]",
+                            e.graph->nodes[s.id].name.c_str(), s.id, static_cast<long long>(bad),
+                            starts[bad], static_cast<long long>(s.rows));
+      return Status::ok();
+    }
+    case ir::Op::kActFeatures:
+      table_.act_features(f32(s.in[0]), i32(s.in[1]), s.rows, s.dim, f32(s.out));
+      return Status::ok();
     case ir::Op::kCount:
       break;
   }

@@ -40,5 +40,10 @@ void binary(Binary op, const float* a, const float* b, float* y, int64_t n, int6
             const ThreadPool* pool);
 int64_t argmax(const float* x, int64_t n);
 void topk(const float* x, int64_t n, int32_t k, int32_t* idx, float* val);
+int64_t segment_mean(const float* x, int64_t n, int64_t dim, const int32_t* starts,
+                     int64_t segments, float* out, const ThreadPool* pool);
+void masked_fill(const float* x, const int32_t* mask, float value, float* y, int64_t n,
+                 const ThreadPool* pool);
+void act_features(const float* logits, const int32_t* valid, int64_t rows, int64_t k, float* out);
 
 }  // namespace laya::kernels::ref

@@ -19,6 +19,9 @@ KernelTable make_ref_table() {
   t.binary = ref::binary;
   t.argmax = ref::argmax;
   t.topk = ref::topk;
+  t.segment_mean = ref::segment_mean;
+  t.masked_fill = ref::masked_fill;
+  t.act_features = ref::act_features;
   return t;
 }
 }  // namespace

@@ -96,8 +96,9 @@ inline Quant block_quant() {
 // A small decoder-like block that uses every op, built with GraphBuilder (so it verifies):
 //   ids, pos, mask [batch, seq] -> embedding -> rmsnorm -> matmul (q8_0) -> split q/k/v -> rope
 //   -> attention (GQA, key mask) -> matmul (i8 per-channel) -> add residual -> layernorm -> glu
-//   -> gelu / silu / relu / mul -> matmul -> softmax = logits; and the roped k written into the
-//   state k_cache [1, 16, 16] at `cells` by a last node, kv_write.
+//   -> gelu / silu / relu / mul -> matmul -> softmax = logits; beside it gather, concat,
+//   segment_mean, reshape, masked_fill and act_features; and the roped k written into the state
+//   k_cache [1, 16, 16] at `cells` by a last node, kv_write.
 struct TinyModel {
   Graph g;
   int batch = -1, seq = -1;
@@ -158,6 +159,12 @@ inline TinyModel make_tiny_model(uint8_t weight_fill = 0) {
   const ValueId r2 = b.add(r, down, "residual2");
   const ValueId lg = b.matmul(r2, m.w_out, kNoValue, "lm_head");
   m.logits = b.softmax(lg, "probs");
+  // The data-movement and decision-head ops, off the logits path.
+  const ValueId cat = b.concat({b.gather(r2, m.pos, "gather"), r2}, "concat");
+  b.segment_mean(cat, zero_weight(b, "starts", DType::kI32, Shape::fixed({2})), "segment_mean");
+  const ValueId w_score = zero_weight(b, "w_score", DType::kF32, Shape::fixed({1, d}));
+  const ValueId score = b.reshape(b.matmul(r2, w_score, kNoValue, "score"), {-1, -2}, "squeeze");
+  b.act_features(b.masked_fill(score, m.mask, -1e4f, "masked_fill"), m.mask, "act_features");
   b.output(m.logits, "logits");
   m.cells = b.input("cells", DType::kI32, bs, InputRole::kCacheCells);
   m.k_cache = b.state("k_cache", DType::kF32, Shape::fixed({1, 16, kv}));

@@ -252,9 +252,20 @@ Graph make_full_graph() {
       parts[1], add_weight(b, "w_i8t", DType::kI8, Shape::fixed({8, d}), per_tensor(0.02f)),
       kNoValue, "cls");
   const ValueId side = b.relu(vc, "side");  // independent of the main chain
+  // The data-movement and decision-head ops.
+  const ValueId rows = b.input("rows", DType::kI32, Shape::of({B}));
+  const ValueId valid = b.input("valid", DType::kI32, Shape::of({B, S, Dim::fixed(1)}));
+  const ValueId cat =
+      b.concat({b.gather(h, rows, "gather"), b.segment_mean(h, rows, "segmean")}, "concat");
+  const ValueId score =
+      b.matmul(h, add_weight(b, "w_score", DType::kF32, Shape::fixed({1, d})), kNoValue, "score");
+  const ValueId masked = b.masked_fill(score, valid, -1e4f, "masked_fill");
+  const ValueId feats = b.act_features(b.reshape(masked, {-1, -2}, "squeeze"), pos, "features");
   b.output(sm, "probs");
   b.output(lg, "logits");
   b.output(side, "side_out");
+  b.output(cat, "cat_out");
+  b.output(feats, "features_out");
   Result<Graph> g = std::move(b).finish();
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
   fill_metadata(*g);
@@ -391,7 +402,7 @@ TEST_CASE("model file: a graph with every op, dtype and metadata field round-tri
     CHECK(reinterpret_cast<uintptr_t>(v.data) % 64 == 0);
     CHECK_MESSAGE(in_file_mapping(v.data, v.nbytes, path), v.name);
   }
-  CHECK(weights == 13);
+  CHECK(weights == 14);
   CHECK(in_file_mapping(loaded->meta.tokenizer.data, loaded->meta.tokenizer.size, path));
   for (const PrecompiledExecutable& e : loaded->meta.executables) {
     CHECK(reinterpret_cast<uintptr_t>(e.bytes.data) % 64 == 0);

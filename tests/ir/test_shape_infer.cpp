@@ -890,6 +890,167 @@ TEST_CASE("split errors") {
   }
 }
 
+// ---- gather, concat, reshape, masked_fill, segment_mean, act_features ---------------------------
+
+TEST_CASE("gather: rows of x at idx -> [idx..., D]") {
+  Fx f;
+  const ValueId h = f.in("h", Shape::of({f.F(1), f.S(), f.F(16)}));
+  const ValueId idx = f.in("idx", Shape::of({f.B(), Dim::sym(f.d)}), DType::kI32);
+  const ValueId one = f.in("one", Shape::of({f.B()}), DType::kI32);
+  const ValueId g1 = f.b.gather(h, idx);
+  const ValueId g2 = f.b.gather(h, one);
+  const Graph g = f.done();
+  check_type(g, g1, DType::kF32, Shape::of({f.B(), Dim::sym(f.d), f.F(16)}));
+  check_type(g, g2, DType::kF32, Shape::of({f.B(), f.F(16)}));
+}
+
+TEST_CASE("gather errors") {
+  {
+    Fx f;
+    f.b.gather(f.in("x", Shape::fixed({4, 8})), f.in("i", Shape::fixed({2})), "bad");
+    CHECK_BAD(f, "gather", StatusCode::kGraphDtypeMismatch, "idx 'i' is f32, expected i32");
+  }
+  {
+    Fx f;
+    f.b.gather(f.in("x", Shape::fixed({4, 8}), DType::kI32),
+               f.in("i", Shape::fixed({2}), DType::kI32), "bad");
+    CHECK_BAD(f, "gather", StatusCode::kGraphDtypeMismatch, "x 'x' is i32");
+  }
+  {
+    Fx f;
+    f.b.gather(f.in("x", Shape::fixed({4, 8})),
+               f.in("i", Shape::fixed({1, 1, 1, 1, 1, 1}), DType::kI32), "bad");
+    CHECK_BAD(f, "gather", StatusCode::kGraphShapeMismatch, "rank 6");
+  }
+}
+
+TEST_CASE("concat: along the last axis, leading dims equal") {
+  Fx f;
+  const ValueId a = f.in("a", Shape::of({f.B(), f.S(), f.F(16)}));
+  const ValueId b = f.in("b", Shape::of({f.B(), f.S(), f.F(4)}));
+  const ValueId c = f.in("c", Shape::of({f.B(), f.S(), f.F(1)}));
+  const ValueId y = f.b.concat({a, b, c});
+  const ValueId z = f.b.concat({b, b});
+  const Graph g = f.done();
+  check_type(g, y, DType::kF32, Shape::of({f.B(), f.S(), f.F(21)}));
+  check_type(g, z, DType::kF32, Shape::of({f.B(), f.S(), f.F(8)}));
+}
+
+TEST_CASE("concat errors") {
+  {
+    Fx f;
+    f.b.concat({f.in("a", Shape::of({f.B(), f.F(4)})), f.in("b", Shape::of({f.S(), f.F(4)}))},
+               "bad");
+    CHECK_BAD(f, "concat", StatusCode::kGraphShapeMismatch, "leading dim 0 of input 1");
+  }
+  {
+    Fx f;
+    f.b.concat({f.in("a", Shape::of({f.B(), f.F(4)})), f.in("b", Shape::of({f.B(), f.S()}))},
+               "bad");
+    CHECK_BAD(f, "concat", StatusCode::kGraphShapeMismatch, "fixed last dimension, got seq");
+  }
+  {
+    Fx f;
+    f.b.concat({f.in("a", Shape::fixed({2, 4})), f.in("b", Shape::fixed({1, 2, 4}))}, "bad");
+    CHECK_BAD(f, "concat", StatusCode::kGraphShapeMismatch, "differ in rank");
+  }
+  {
+    Fx f;
+    const ValueId a = f.in("a", Shape::fixed({2, 4}));
+    f.b.concat({a}, "bad");
+    CHECK_BAD(f, "concat", StatusCode::kGraphInvalid, "1 inputs, expected 2..8");
+  }
+  {
+    Fx f;
+    f.b.concat({f.in("a", Shape::fixed({2, 4})), f.in("b", Shape::fixed({2, 4}), DType::kI32)},
+               "bad");
+    CHECK_BAD(f, "concat", StatusCode::kGraphDtypeMismatch, "'b' is i32");
+  }
+}
+
+TEST_CASE("reshape: copy symbolic dims in order, fixed products equal") {
+  Fx f;
+  const ValueId x = f.in("x", Shape::of({f.B(), f.S(), f.F(1)}));
+  const ValueId y = f.b.reshape(x, {-1, -2});
+  const ValueId h = f.in("h", Shape::of({f.F(1), f.S(), f.F(6)}));
+  const ValueId z = f.b.reshape(h, {-2, 2, 3});
+  const ValueId w = f.b.reshape(f.in("w", Shape::fixed({2, 6})), {3, 4});
+  const Graph g = f.done();
+  check_type(g, y, DType::kF32, Shape::of({f.B(), f.S()}));
+  check_type(g, z, DType::kF32, Shape::of({f.S(), f.F(2), f.F(3)}));
+  check_type(g, w, DType::kF32, Shape::fixed({3, 4}));
+}
+
+TEST_CASE("reshape errors") {
+  auto run = [](const std::vector<int64_t>& sizes, StatusCode code, const std::string& what) {
+    Fx f;
+    f.b.reshape(f.in("x", Shape::of({f.B(), f.S(), f.F(6)})), sizes, "bad");
+    CHECK_BAD(f, "reshape", code, what);
+  };
+  run({-2, -1, 6}, StatusCode::kGraphBadAttribute, "copied once, in order");
+  run({-1, 6}, StatusCode::kGraphBadAttribute, "symbolic dim 1");
+  run({-1, -1, -2, 6}, StatusCode::kGraphBadAttribute, "copied once");
+  run({-1, -2, 4}, StatusCode::kGraphShapeMismatch, "has 6 elements");
+  run({-1, -2, 0, 6}, StatusCode::kGraphBadAttribute, "neither positive");
+  run({-1, -2, -4}, StatusCode::kGraphBadAttribute, "neither positive");
+  run({}, StatusCode::kGraphBadAttribute, "0 dims");
+  run({-1, -2, 1, 1, 1, 1, 6}, StatusCode::kGraphBadAttribute, "7 dims");
+}
+
+TEST_CASE("masked_fill, segment_mean, act_features") {
+  Fx f;
+  const ValueId x = f.in("x", Shape::of({f.B(), Dim::sym(f.d)}));
+  const ValueId m = f.in("m", Shape::of({f.B(), Dim::sym(f.d)}), DType::kI32);
+  const ValueId h = f.in("h", Shape::of({f.F(1), f.S(), f.F(16)}));
+  const ValueId starts = f.in("starts", Shape::of({f.B()}), DType::kI32);
+  const ValueId filled = f.b.masked_fill(x, m, -1e4f);
+  const ValueId mean = f.b.segment_mean(h, starts);
+  const ValueId feats = f.b.act_features(x, m);
+  const Graph g = f.done();
+  check_type(g, filled, DType::kF32, Shape::of({f.B(), Dim::sym(f.d)}));
+  CHECK(g.nodes[g.values[filled].producer].attrs.value == -1e4f);
+  check_type(g, mean, DType::kF32, Shape::of({f.B(), f.F(16)}));
+  check_type(g, feats, DType::kF32, Shape::of({f.B(), f.F(4)}));
+}
+
+TEST_CASE("masked_fill, segment_mean, act_features errors") {
+  {
+    Fx f;
+    f.b.masked_fill(f.in("x", Shape::fixed({2, 3})), f.in("m", Shape::fixed({2, 4}), DType::kI32),
+                    0.0f, "bad");
+    CHECK_BAD(f, "masked_fill", StatusCode::kGraphShapeMismatch, "mask [2, 4] differs");
+  }
+  {
+    Fx f;
+    f.b.masked_fill(f.in("x", Shape::fixed({2})), f.in("m", Shape::fixed({2})), 0.0f, "bad");
+    CHECK_BAD(f, "masked_fill", StatusCode::kGraphDtypeMismatch, "mask 'm' is f32");
+  }
+  {
+    Fx f;
+    f.b.masked_fill(f.in("x", Shape::fixed({2})), f.in("m", Shape::fixed({2}), DType::kI32),
+                    std::nanf(""), "bad");
+    CHECK_BAD(f, "masked_fill", StatusCode::kGraphBadAttribute, "value nan is outside");
+  }
+  {
+    Fx f;
+    f.b.masked_fill(f.in("x", Shape::fixed({2})), f.in("m", Shape::fixed({2}), DType::kI32),
+                    -INFINITY, "bad");
+    CHECK_BAD(f, "masked_fill", StatusCode::kGraphBadAttribute, "value -inf is outside");
+  }
+  {
+    Fx f;
+    f.b.segment_mean(f.in("x", Shape::fixed({4, 8})), f.in("s", Shape::fixed({2, 1}), DType::kI32),
+                     "bad");
+    CHECK_BAD(f, "segment_mean", StatusCode::kGraphShapeMismatch, "starts 's' has rank 2");
+  }
+  {
+    Fx f;
+    f.b.act_features(f.in("l", Shape::fixed({2, 3})), f.in("v", Shape::fixed({2, 2}), DType::kI32),
+                     "bad");
+    CHECK_BAD(f, "act_features", StatusCode::kGraphShapeMismatch, "valid [2, 2] differs");
+  }
+}
+
 // ---- infer_node on hand-made nodes -------------------------------------------------------------
 
 TEST_CASE("infer_node: output count, missing input ids, unknown op") {

@@ -336,17 +336,19 @@ TEST_CASE("graph_weight_stats counts parameters and bytes per dtype") {
   const TinyModel m = make_tiny_model();
   const WeightStats s = graph_weight_stats(m.g);
   const int64_t d = kTinyD;
-  // tok_emb, norm_w, wq, wo, ln_b, w_up, w_down, w_out
+  // tok_emb, norm_w, wq, wo, ln_b, w_up, w_down, w_out, starts (i32 [2]), w_score
   CHECK(s.params ==
-        kTinyVocab * d + d + 64 * d + d * d + d + 4 * d * d + d * 2 * d + kTinyVocab * d);
+        kTinyVocab * d + d + 64 * d + d * d + d + 4 * d * d + d * 2 * d + kTinyVocab * d + 2 + d);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kF32)] ==
-        static_cast<uint64_t>(4 * (kTinyVocab * d + 2 * d)));
+        static_cast<uint64_t>(4 * (kTinyVocab * d + 3 * d)));
+  CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kI32)] == 8);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kQ8_0)] == 64 * 34);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kQ4_0)] == kTinyVocab * 18);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kI8)] == d * d);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kF16)] == 2 * 4 * d * d);
   CHECK(s.bytes_by_dtype[static_cast<size_t>(DType::kBF16)] == 2 * 2 * d * d);
-  CHECK(s.params_by_dtype[static_cast<size_t>(DType::kF32)] == kTinyVocab * d + 2 * d);
+  CHECK(s.params_by_dtype[static_cast<size_t>(DType::kF32)] == kTinyVocab * d + 3 * d);
+  CHECK(s.params_by_dtype[static_cast<size_t>(DType::kI32)] == 2);
   CHECK(s.params_by_dtype[static_cast<size_t>(DType::kQ4_0)] == kTinyVocab * d);
   CHECK(s.params_by_dtype[static_cast<size_t>(DType::kI8)] == d * d);
   // An unverified graph whose counts overflow saturates instead of wrapping.
