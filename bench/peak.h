@@ -6,8 +6,9 @@
 //   dram_read_gbs  streaming zmm reads of a 1 GiB buffer, 2 MiB-aligned, MADV_HUGEPAGE
 // Each figure is the median of 5 runs on the calling thread (1 core), timed in thread CPU time
 // (as the benchmarks' rates are). Without AVX-512F the fp32
-// and DRAM probes run on ymm registers (AVX2 + FMA: 16 FLOP per vfmadd, e.g. Zen 3); without
-// AVX-512 BF16 / VNNI those figures are 0.
+// and DRAM probes run on ymm registers (AVX2 + FMA: 16 FLOP per vfmadd, e.g. Zen 3); without VNNI
+// the int8 probe is the AVX2 chain int8 kernels use instead (vpmaddubsw + vpmaddwd + vpaddd: 64 OP
+// per step); without AVX-512 BF16 that figure is 0.
 #pragma once
 
 #include <benchmark/benchmark.h>

@@ -1,0 +1,221 @@
+// laya-bench-model: wall time of a Laya decision graph (frontends/import.h contract) on one request
+// of one row of T tokens, the shape the peer script (bench/peers/laya_peers.py) times ONNX Runtime
+// and PyTorch on.
+//
+//   laya-bench-model MODEL.laya [--tokens 128,256,512] [--threads 1,2] [--reps 5] [--label NAME]
+//                    [--kernels auto|ref|AVX2|...] [--profile 1]
+//
+// Prints the machine peaks (bench/peak.h) as one JSON line, then one JSON line per (threads,
+// tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "gflop"}; "gflop" is the
+// network's work at that length (matmuls, plus attention over the keys each query sees: every
+// key of its row in global and head layers, |i - j| <= window in sliding ones), the same count
+// bench/laya_encoder_bench.py uses for every engine. --profile 1 adds, on stderr, the time per op
+// type of one extra (untimed) run per shape.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/peak.h"
+#include "ir/model_file.h"
+#include "runtime/session.h"
+#include "tools/laya_request.h"
+
+namespace {
+
+using namespace laya;
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> out;
+  for (const char* p = s; *p;) {
+    out.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return out;
+}
+
+std::string property(const ir::Graph& g, const std::string& key) {
+  for (const auto& [k, v] : g.meta.properties)
+    if (k == key) return v;
+  return "";
+}
+
+// Multiply-adds x 2 of one row of T tokens with `markers` options (see the header).
+double network_flops(const ir::Graph& g, int64_t t, int64_t markers) {
+  const double d = std::atof(property(g, "encoder.hidden_size").c_str());
+  const double f = std::atof(property(g, "encoder.intermediate_size").c_str());
+  const std::string types = property(g, "encoder.layer_types");
+  const int64_t w = std::atoll(property(g, "encoder.sliding_window").c_str());
+  const double td = static_cast<double>(t);
+  double flops = 0;
+  for (char c : types) {
+    flops += 2 * td * d * (3 * d + d + 2 * f) + 2 * td * f * d;
+    double keys = 0;
+    for (int64_t i = 0; i < t; ++i)
+      keys += c == 'F'
+                  ? td
+                  : static_cast<double>(std::min(t - 1, i + w) - std::max<int64_t>(0, i - w) + 1);
+    flops += 4 * d * keys;
+  }
+  const int head_layers = g.meta.decision.head_layers;
+  flops += head_layers * (2 * td * d * (12 * d) + 4 * d * td * td);
+  flops += static_cast<double>(markers) * 2 * (d * d + d);  // scorer
+  flops += 2 * ((d + 4) * 256 + 256 * 2);                   // act head
+  return flops;
+}
+
+// One row of `tokens` ids (deterministic, inside every vocabulary) with k option markers.
+tools::LayaInputs make_request(int64_t tokens, int64_t k) {
+  tools::LayaRow row;
+  uint32_t h = 12345;
+  for (int64_t i = 0; i < tokens; ++i) {
+    h = h * 1664525u + 1013904223u;
+    row.ids.push_back(static_cast<int32_t>(10 + (h >> 8) % 990));
+  }
+  for (int64_t j = 0; j < k; ++j)
+    row.markers.push_back(static_cast<int32_t>(std::min<int64_t>(8 + 6 * j, tokens - 1)));
+  return tools::pack_rows({row});
+}
+
+struct OpTimes {
+  const ir::Graph* g = nullptr;
+  double ms[static_cast<size_t>(ir::Op::kCount)] = {};
+};
+
+void on_node(void* user, ir::NodeId node, double ms, bool) {
+  auto* t = static_cast<OpTimes*>(user);
+  t->ms[static_cast<size_t>(t->g->nodes[node].op)] += ms;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: laya-bench-model MODEL.laya [--tokens 128,256,512] [--threads 1,2] "
+               "[--reps 5] [--label NAME] [--kernels K]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string path = argv[1];
+  std::vector<int> tokens = {128, 256, 512}, threads = {1, 2};
+  int reps = 5;
+  std::string label = "laya", kernels = "auto";
+  bool profile = false;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--tokens")
+      tokens = parse_list(argv[i + 1]);
+    else if (a == "--threads")
+      threads = parse_list(argv[i + 1]);
+    else if (a == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else if (a == "--label")
+      label = argv[i + 1];
+    else if (a == "--kernels")
+      kernels = argv[i + 1];
+    else if (a == "--profile")
+      profile = std::atoi(argv[i + 1]) != 0;
+    else
+      return usage();
+  }
+  Result<ir::Graph> g = ir::model_load(path);
+  if (!g.is_ok()) {
+    std::fprintf(stderr, "%s\n", g.status().to_string().c_str());
+    return 1;
+  }
+  const bench::Peaks& pk = bench::peaks();
+  std::printf("{\"peaks\": {\"fp32_gflops\": %.1f, \"bf16_gflops\": %.1f, \"int8_gops\": %.1f}}\n",
+              pk.fp32_gflops, pk.bf16_gflops, pk.int8_gops);
+  const int64_t k = 4;
+  for (int th : threads) {
+    runtime::SessionOptions opts;
+    hal::BackendOptions cpu;
+    cpu.n_threads = th;
+    cpu.settings = {{"kernels", kernels}};
+    opts.backend_options.emplace_back("cpu", cpu);
+    opts.backend.n_threads = th;
+    auto s = runtime::Session::prepare(*g, opts);
+    if (!s.is_ok()) {
+      std::fprintf(stderr, "%s\n", s.status().to_string().c_str());
+      return 1;
+    }
+    auto buf = runtime::session_buffers_alloc(**s);
+    if (!buf.is_ok() || !(*s)->bind_memory(buf->persistent.region(), buf->activations.region(),
+                                           buf->scratch.region())
+                             .is_ok()) {
+      std::fprintf(stderr, "cannot bind memory\n");
+      return 1;
+    }
+    runtime::Session& sess = **s;
+    for (int t : tokens) {
+      const tools::LayaInputs r = make_request(t, k);
+      std::vector<int64_t> sym;
+      for (const ir::Symbol& y : g->symbols)
+        sym.push_back(y.name == "tokens" ? t : y.name == "rows" ? 1 : k);
+      if (!sess.reshape(sym).is_ok()) return 1;
+      std::vector<const void*> in;
+      for (ir::ValueId v : g->inputs) {
+        const std::string& n = g->values[v].name;
+        in.push_back(n == "ids"         ? r.ids.data()
+                     : n == "pos"       ? r.pos.data()
+                     : n == "seq"       ? r.seq.data()
+                     : n == "qtype"     ? r.qtype.data()
+                     : n == "row_start" ? r.row_start.data()
+                     : n == "markers"   ? r.markers.data()
+                                        : r.valid.data());
+      }
+      std::vector<std::vector<float>> outs;
+      std::vector<void*> out;
+      for (ir::ValueId v : g->outputs)
+        outs.emplace_back(static_cast<size_t>(sess.extents(v).count()));
+      for (auto& o : outs) out.push_back(o.data());
+      std::vector<double> ms;
+      for (int rep = 0; rep <= reps; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Status st = sess.execute(in, out);
+        const double dt =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        if (!st.is_ok()) {
+          std::fprintf(stderr, "%s\n", st.to_string().c_str());
+          return 1;
+        }
+        if (rep > 0) ms.push_back(dt);  // the first run warms caches and page tables
+      }
+      if (profile) {
+        OpTimes times;
+        times.g = &*g;
+        hal::ProfileSink sink;
+        sink.on_node = on_node;
+        sink.user = &times;
+        if (!sess.execute(in, out, &sink).is_ok()) return 1;
+        double total = 0;
+        for (double v : times.ms) total += v;
+        std::fprintf(stderr, "profile %s, %d tokens, %d threads:", label.c_str(), t, th);
+        for (size_t op = 0; op < static_cast<size_t>(ir::Op::kCount); ++op)
+          if (times.ms[op] > 0.005 * total)
+            std::fprintf(stderr, " %s %.1f%%", ir::op_name(static_cast<ir::Op>(op)),
+                         100 * times.ms[op] / total);
+        std::fprintf(stderr, "\n");
+      }
+      std::vector<double> sorted = ms;
+      std::sort(sorted.begin(), sorted.end());
+      std::string list;
+      for (double v : ms) list += (list.empty() ? "" : ", ") + std::to_string(v);
+      std::printf(
+          "{\"engine\": \"%s\", \"tokens\": %d, \"threads\": %d, \"ms\": [%s], \"median_ms\": "
+          "%.3f, "
+          "\"gflop\": %.3f}\n",
+          label.c_str(), t, th, list.c_str(), sorted[sorted.size() / 2],
+          network_flops(*g, t, k) * 1e-9);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
