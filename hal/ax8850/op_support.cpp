@@ -125,6 +125,16 @@ Status op_supported(const Params& p, const ir::Graph& g, const ir::Node& n,
       return refuse(n,
                     "KV cache writes (state values) are not modelled on the NPU yet: the cache "
                     "stays in host memory and kv_write runs on the CPU");
+    case ir::Op::kGather:
+    case ir::Op::kSegmentMean:
+      return refuse(n,
+                    "rows addressed by an index tensor: not lowered to SDMA yet, runs on the "
+                    "CPU");
+    case ir::Op::kConcat:
+    case ir::Op::kReshape:
+    case ir::Op::kMaskedFill:
+    case ir::Op::kActFeatures:
+      return refuse(n, "a Laya decision-head op: not lowered to the NPU yet, runs on the CPU");
     default:
       return refuse(n, "not in the AX8850 op table");
   }

@@ -362,6 +362,62 @@ std::vector<Case> cases() {
          return finish(std::move(b));
        },
        1e-11});
+  // Data movement and the Laya decision head's ops.
+  out.push_back({"gather.rows",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId x = b.input("x", DType::kF32, s3(2, 5, 40));
+                   const ValueId idx = b.input("idx", DType::kI32, Shape::fixed({3, 4}));
+                   b.output(b.gather(x, idx, "op"), "y");
+                   return finish(std::move(b));
+                 },
+                 0.0});
+  out.push_back({"concat.three",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId x0 = b.input("x0", DType::kF32, s3(2, 5, 16));
+                   const ValueId x1 = b.input("x1", DType::kF32, s3(2, 5, 24));
+                   const ValueId x2 = b.input("x2", DType::kF32, s3(2, 5, 8));
+                   b.output(b.concat({x0, x1, x2}, "op"), "y");
+                   return finish(std::move(b));
+                 },
+                 0.0});
+  out.push_back({"reshape.split_rows",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId x = b.input("x", DType::kF32, s3(2, 5, 12));
+                   b.output(b.reshape(x, {10, 3, 4}, "op"), "y");
+                   return finish(std::move(b));
+                 },
+                 0.0});
+  out.push_back({"masked_fill",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId x = b.input("x", DType::kF32, s3(2, 5, 12));
+                   const ValueId valid = b.input("valid", DType::kI32, s3(2, 5, 12));
+                   b.output(b.masked_fill(x, valid, -1e4f, "op"), "y");
+                   return finish(std::move(b));
+                 },
+                 0.0});
+  out.push_back({"segment_mean",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId x = b.input("x", DType::kF32, s3(2, 7, 40));
+                   // starts 3, 4, 5: segments [3, 4), [4, 5), [5, 14) (make_inputs)
+                   const ValueId starts = b.input("starts", DType::kI32, Shape::fixed({3}));
+                   b.output(b.segment_mean(x, starts, "op"), "y");
+                   return finish(std::move(b));
+                 },
+                 1e-12});
+  out.push_back({"act_features",
+                 [] {
+                   ir::GraphBuilder b;
+                   const ValueId logits = b.input("logits", DType::kF32, s3(2, 5, 6));
+                   const ValueId valid = b.input("valid", DType::kI32, s3(2, 5, 6));
+                   b.output(b.act_features(logits, valid, "op"), "y");
+                   return finish(std::move(b));
+                 },
+                 1e-12});
   return out;
 }
 
@@ -392,7 +448,8 @@ std::vector<ir::Extents> extents(const ir::Graph& g) {
   return e;
 }
 
-// Deterministic inputs for `g`: floats uniform, ids in range, positions, masks with zeros.
+// Deterministic inputs for `g`: floats uniform, ids in range, positions, masks with zeros. Other
+// i32 inputs (gather's idx, segment_mean's starts) are i % (last extent) + 3.
 std::vector<std::vector<uint8_t>> make_inputs(const ir::Graph& g,
                                               const std::vector<ir::Extents>& e) {
   std::vector<std::vector<uint8_t>> in;
@@ -418,11 +475,12 @@ std::vector<std::vector<uint8_t>> make_inputs(const ir::Graph& g,
       continue;
     }
     for (int64_t i = 0; i < n; ++i)
-      p[i] = v.role == ir::InputRole::kTokenIds  ? static_cast<int32_t>(r() % 50)
-             : v.role == ir::InputRole::kKeyMask ? static_cast<int32_t>((i * 7) % 5 != 0)
-             : v.name == "seq"                   ? static_cast<int32_t>(i * 3 / n)  // 3 rows
-             : v.name == "q_seq"                 ? static_cast<int32_t>(i / 3)      // per batch row
-             : v.name == "k_seq" ? static_cast<int32_t>(i % 5 == 4 ? -1 : i % 2)    // empty cells
+      p[i] = v.role == ir::InputRole::kTokenIds ? static_cast<int32_t>(r() % 50)
+             : v.role == ir::InputRole::kKeyMask || v.name == "valid"
+                 ? static_cast<int32_t>((i * 7) % 5 != 0)
+             : v.name == "seq"   ? static_cast<int32_t>(i * 3 / n)                // 3 rows
+             : v.name == "q_seq" ? static_cast<int32_t>(i / 3)                    // per batch row
+             : v.name == "k_seq" ? static_cast<int32_t>(i % 5 == 4 ? -1 : i % 2)  // empty cells
              : v.name == "q_pos" ? static_cast<int32_t>(5 + i % 3)
              : v.name == "k_pos" ? static_cast<int32_t>(i / 2)
                                  : static_cast<int32_t>(i % row + 3);
