@@ -156,6 +156,22 @@ OneOp attention(const AttnCase& c, double* smax) {
   return m;
 }
 
+// softmax(masked_fill(x, mask, value)) over rows of 8: row 0 fully masked, row 1 half, row 2 not.
+OneOp masked_softmax(float value) {
+  ir::GraphBuilder b;
+  OneOp m;
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({3, 8}));
+  const ValueId mask = b.input("mask", DType::kI32, Shape::fixed({3, 8}));
+  b.output(b.softmax(b.masked_fill(x, mask, value, "fill"), "probs"), "y");
+  m.g = finish(b);
+  m.f32_inputs = {uniform(24, 21), {}};
+  std::vector<int32_t> keep(24, 1);
+  std::fill(keep.begin(), keep.begin() + 8, 0);
+  for (int i = 8; i < 16; i += 2) keep[static_cast<size_t>(i)] = 0;
+  m.i32_inputs = {{}, keep};
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("attribute limits: layernorm and rmsnorm agree at eps_min and eps_max") {
@@ -227,6 +243,12 @@ TEST_CASE("attribute limits: attention agrees at scale_min / _max, windows, head
             std::to_string(c.window) + (c.mask == ir::MaskKind::kCausal ? " causal" : ""),
         [smax](const std::vector<float>&) { return std::min(std::ldexp(1.0 + smax, -21), 1e-2); });
   }
+}
+
+TEST_CASE("attribute limits: masked_fill then softmax agree at value_min / _max") {
+  for (float value : {AttrLimits::value_min, -1e4f, AttrLimits::value_max})
+    check_agree(masked_softmax(value), "masked_fill value " + std::to_string(value),
+                [](const std::vector<float>&) { return 1e-6; });
 }
 
 }  // namespace laya::test
