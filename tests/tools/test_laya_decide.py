@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """laya-run route / decide from the command line: output shapes, exit codes, messages.
 
-    test_laya_decide.py LAYA_RUN FIXTURES_DIR
+    test_laya_decide.py LAYA_RUN FIXTURES_DIR [LAYA_CONVERT]
 
 Checks against data the upstream SDK recorded (no Python package needed here):
   - every route_probe case (laya-golden/routing) through `laya-run route`, Router options as flags;
   - every refused request of laya-decisions/cases.json through `laya-run decide`: exit 1, nothing on
     stdout, the HTTP status and upstream's message on stderr;
-  - argument errors exit 2.
+  - argument errors exit 2;
+  - with LAYA_CONVERT: end to end on a converted checkpoint. laya-convert writes
+    laya-tiny-modernbert to a .laya file and `laya-run decide` answers every request the SDK answered
+    on it (laya-tiny-modernbert/cases.json: predict, predict_batch, predict_shortlist, decide, as
+    request bodies): the
+    same JSON, strings and structure exact, numbers within 2e-4 (our fp32 network against the SDK's
+    fp32 torch forward; upstream rounds to 4 decimals, so a last digit may differ by one).
 """
 import json
 import os
@@ -88,9 +94,72 @@ def arguments():
     check(rc == 0 and "usage: laya-run decide" in out, "decide --help")
 
 
+def same(got, want, path, tol=2e-4):
+    """The first difference between two JSON values ("" when none): numbers within tol."""
+    if isinstance(want, bool) or want is None or isinstance(want, str):
+        return "" if got == want and type(got) is type(want) else "%s: %r != %r" % (path, got, want)
+    if isinstance(want, (int, float)):
+        ok = isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= tol
+        return "" if ok else "%s: %r != %r" % (path, got, want)
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return "%s: %r != %r" % (path, got, want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            d = same(g, w, "%s[%d]" % (path, i), tol)
+            if d:
+                return d
+        return ""
+    if not isinstance(got, dict) or list(got) != list(want):
+        return "%s: keys %r != %r" % (path, list(got) if isinstance(got, dict) else got, list(want))
+    for k in want:
+        d = same(got[k], want[k], "%s.%s" % (path, k), tol)
+        if d:
+            return d
+    return ""
+
+
+def end_to_end(convert):
+    ckpt = os.path.join(FIXTURES, "laya-tiny-modernbert")
+    doc = json.load(open(os.path.join(ckpt, "cases.json"), encoding="utf-8"))
+    calls = ("predict", "predict_batch", "predict_shortlist", "decide")
+    n = exact = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "tiny.laya")
+        p = subprocess.run([convert, ckpt, "-o", model, "--quiet"], capture_output=True)
+        check(p.returncode == 0, "laya-convert: rc %d %s" % (p.returncode, p.stderr.decode()[:300]))
+        if p.returncode != 0:
+            return
+        for c in doc["cases"]:
+            if c["call"] not in calls or "result" not in c:
+                continue
+            # The SDK's call as a request body: predict_shortlist(k=K) is `shortlist`: K (k
+            # defaults to 20); decide(questions=...) answers with the result's `answers` alone.
+            # predict_batch([]) is [] in the SDK, a refusal of the server's (HTTP 400): skipped.
+            body = dict(c["args"])
+            if c["call"] == "predict_batch" and not body.get("states"):
+                continue
+            if c["call"] == "predict_shortlist":
+                body["shortlist"] = body.pop("k", 20)
+            path = os.path.join(tmp, c["name"] + ".json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(body, f, ensure_ascii=False)
+            rc, out, err = run(["decide", "--model", model, "--request", path])
+            got = json.loads(out) if rc == 0 else None
+            if c["call"] == "decide" and "questions" in body and isinstance(got, dict):
+                got = got.get("answers")
+            diff = "rc %d: %s" % (rc, err.strip()[:300]) if rc != 0 else same(got, c["result"], "result")
+            check(not diff, "decide %s on the converted checkpoint: %s" % (c["name"], diff))
+            n += 1
+            exact += not diff
+    check(n > 0, "no SDK results in laya-tiny-modernbert/cases.json")
+    print("SDK results through laya-convert + laya-run decide: %d / %d" % (exact, n))
+
+
 route_probe()
 refusals()
 arguments()
+if len(sys.argv) > 3:
+    end_to_end(sys.argv[3])
 for f in failures:
     print("FAIL:", f)
 sys.exit(1 if failures else 0)
