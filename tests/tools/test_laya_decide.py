@@ -13,7 +13,9 @@ Checks against data the upstream SDK recorded (no Python package needed here):
     on it (laya-tiny-modernbert/cases.json: predict, predict_batch, predict_shortlist, decide, as
     request bodies): the
     same JSON, strings and structure exact, numbers within 2e-4 (our fp32 network against the SDK's
-    fp32 torch forward; upstream rounds to 4 decimals, so a last digit may differ by one).
+    fp32 torch forward; upstream rounds to 4 decimals, so a last digit may differ by one); and the
+    README's main command on examples/*.json: the exact bytes the SDK printed
+    (tools/reference/record_examples.py).
 """
 import json
 import os
@@ -151,8 +153,25 @@ def end_to_end(convert):
             check(not diff, "decide %s on the converted checkpoint: %s" % (c["name"], diff))
             n += 1
             exact += not diff
+        readme_example(model)
     check(n > 0, "no SDK results in laya-tiny-modernbert/cases.json")
     print("SDK results through laya-convert + laya-run decide: %d / %d" % (exact, n))
+
+
+def readme_example(model):
+    """The README's main command: `laya-run decide` prints the SDK's bytes (record_examples.py)."""
+    examples = os.path.join(FIXTURES, "..", "..", "examples")
+    n = 0
+    for name in sorted(os.listdir(examples)):
+        sdk = os.path.join(examples, name[: -len(".json")] + ".sdk.json")
+        if not name.endswith(".json") or name.endswith(".sdk.json") or not os.path.exists(sdk):
+            continue
+        rc, out, err = run(["decide", "--model", model, "--request", os.path.join(examples, name)])
+        want = open(sdk, encoding="utf-8").read()
+        check(rc == 0 and out == want, "examples/%s: rc %d %s\n want %s got  %s" % (name, rc, err[:300], want, out))
+        n += 1
+    check(n > 0, "no recorded SDK answers in examples/")
+    print("examples/ answered byte for byte as the SDK: %d" % n)
 
 
 route_probe()
