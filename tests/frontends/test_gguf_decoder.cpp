@@ -1,0 +1,224 @@
+// The decoder graph frontends/gguf_decoder builds from a GGUF file: its structure and error paths
+// on synthetic files.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontends/gguf_decoder.h"
+#include "runtime/session.h"
+#include "tests/frontends/gguf_writer.h"
+
+using namespace laya;
+using namespace laya::frontends::gguf;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+// ---- synthetic decoders ---------------------------------------------------------------------
+
+// A 2-layer decoder GGUF: d 64, 4 heads of 16 (2 kv heads), d_ff 96, vocab 40, f32 norms,
+// `mat_type` matrices (GGML type: f32 0, q8_0 8 or i8 24).
+struct TinySpec {
+  std::string arch = "llama";
+  uint32_t mat_type = 0;
+  bool tied = true, biases = false;
+  std::vector<std::pair<std::string, uint32_t>> extra_u32;  // more metadata
+  std::vector<std::string> extra_tensors;                   // more f32 [64] tensors
+  uint32_t norm_type = 0;
+};
+
+std::vector<uint8_t> tiny_decoder_gguf(const TinySpec& s) {
+  test::Writer w;
+  const std::string a = s.arch + ".";
+  w.string("general.architecture", s.arch);
+  w.u32(a + "context_length", 128);
+  w.u32(a + "embedding_length", 64);
+  w.u32(a + "block_count", 2);
+  w.u32(a + "feed_forward_length", 96);
+  w.u32(a + "attention.head_count", 4);
+  w.u32(a + "attention.head_count_kv", 2);
+  w.f32(a + "rope.freq_base", 10000.0f);
+  w.f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  for (const auto& [k, v] : s.extra_u32) w.u32(k, v);
+  // Zero bytes of the right size: only the structure matters here.
+  auto mat = [&](const std::string& name, uint64_t n, uint64_t k) {
+    const uint64_t bytes = s.mat_type == 8 ? n * k / 32 * 34 : s.mat_type == 24 ? n * k : 4 * n * k;
+    w.tensor(name, {k, n}, s.mat_type, std::vector<uint8_t>(bytes));
+  };
+  auto vec = [&](const std::string& name, uint64_t n, uint32_t type = 0) {
+    w.tensor(name, {n}, type, std::vector<uint8_t>(type == 1 ? 2 * n : 4 * n));
+  };
+  mat("token_embd.weight", 40, 64);
+  vec("output_norm.weight", 64, s.norm_type);
+  if (!s.tied) mat("output.weight", 40, 64);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    vec(p + "attn_norm.weight", 64);
+    mat(p + "attn_q.weight", 64, 64);
+    mat(p + "attn_k.weight", 32, 64);
+    mat(p + "attn_v.weight", 32, 64);
+    if (s.biases) {
+      vec(p + "attn_q.bias", 64);
+      vec(p + "attn_k.bias", 32);
+      vec(p + "attn_v.bias", 32);
+    }
+    mat(p + "attn_output.weight", 64, 64);
+    vec(p + "ffn_norm.weight", 64);
+    mat(p + "ffn_gate.weight", 96, 64);
+    mat(p + "ffn_up.weight", 96, 64);
+    mat(p + "ffn_down.weight", 64, 96);
+  }
+  for (const std::string& t : s.extra_tensors) vec(t, 64);
+  return w.bytes();
+}
+
+Result<ir::Graph> build(const std::vector<uint8_t>& bytes, DecoderGraphOptions o = {}) {
+  Result<File> f = File::parse(bytes.data(), bytes.size());
+  if (!f.is_ok()) return f.status();
+  return build_decoder_graph(std::make_shared<File>(std::move(f).value()), o);
+}
+
+const ir::Node* node_named(const ir::Graph& g, const std::string& name) {
+  for (const ir::Node& n : g.nodes)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("gguf decoder: graph structure (llama, qwen2, tied and untied heads)") {
+  for (const char* arch : {"llama", "qwen2"}) {
+    for (bool tied : {true, false}) {
+      CAPTURE(arch);
+      CAPTURE(tied);
+      TinySpec s;
+      s.arch = arch;
+      s.tied = tied;
+      s.biases = std::string(arch) == "qwen2";
+      s.mat_type = 8;  // q8_0
+      const std::vector<uint8_t> bytes = tiny_decoder_gguf(s);
+      Result<File> f = File::parse(bytes.data(), bytes.size());
+      REQUIRE_MESSAGE(f.is_ok(), f.status().to_string());
+      auto file = std::make_shared<File>(std::move(f).value());
+      DecoderGraphOptions o;
+      o.max_batch = 2;
+      o.max_seq = 1000;  // capped at context_length
+      Result<ir::Graph> g = build_decoder_graph(file, o);
+      REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+      CHECK(g->symbols.size() == 2);
+      CHECK(g->symbols[0].max == 2);
+      CHECK(g->symbols[1].max == 128);
+      REQUIRE(g->inputs.size() == 2);
+      CHECK(g->values[g->inputs[0]].name == "ids");
+      CHECK(g->values[g->inputs[1]].role == ir::InputRole::kPositions);
+      REQUIRE(g->outputs.size() == 1);
+      CHECK(g->values[g->outputs[0]].name == "logits");
+      CHECK(g->meta.architecture == arch);
+
+      // Every weight is the file's bytes, referenced (same address), and the file is kept alive.
+      int weights = 0;
+      for (const ir::Value& v : g->values) {
+        if (v.kind != ir::ValueKind::kWeight) continue;
+        ++weights;
+        const TensorInfo* t = file->tensor(v.name);
+        REQUIRE_MESSAGE(t != nullptr, v.name);
+        CHECK(v.data == t->data);
+        CHECK(v.nbytes == t->bytes);
+        CHECK(v.dtype == t->dtype);
+      }
+      CHECK(weights == static_cast<int>(file->tensors().size()));
+      CHECK(std::find(g->keepalive.begin(), g->keepalive.end(),
+                      std::shared_ptr<const void>(file)) != g->keepalive.end());
+
+      // RoPE mode per architecture (GGUF rows as stored), biases on q / k / v for qwen2, the lm
+      // head on token_embd when output.weight is absent, causal GQA attention on the positions.
+      const ir::Node* rope = node_named(*g, "blk.1.rope_k");
+      REQUIRE(rope != nullptr);
+      CHECK(rope->attrs.rope_mode ==
+            (s.arch == "llama" ? ir::RopeMode::kGptj : ir::RopeMode::kNeox));
+      CHECK(rope->attrs.rope_theta == 10000.0f);
+      const ir::Node* q = node_named(*g, "blk.0.q");
+      REQUIRE(q != nullptr);
+      CHECK(q->inputs.size() == (s.biases ? 3u : 2u));
+      const ir::Node* head = node_named(*g, "lm_head");
+      REQUIRE(head != nullptr);
+      CHECK(g->values[head->inputs[1]].name == (tied ? "token_embd.weight" : "output.weight"));
+      const ir::Node* att = node_named(*g, "blk.0.attn");
+      REQUIRE(att != nullptr);
+      CHECK(att->attrs.mask == ir::MaskKind::kCausal);
+      CHECK(att->attrs.n_heads == 4);
+      CHECK(att->attrs.n_kv_heads == 2);
+      CHECK(att->attrs.head_dim == 16);
+      CHECK(att->input(4) == g->inputs[1]);  // q_pos
+      CHECK(att->input(5) == g->inputs[1]);  // k_pos
+      file.reset();                          // the graph still owns the file
+      CHECK(g->values[head->inputs[1]].data != nullptr);
+    }
+  }
+}
+
+TEST_CASE("gguf decoder: unsupported architectures, features and tensor types are named") {
+  auto error_of = [](const TinySpec& s) {
+    Result<ir::Graph> g = build(tiny_decoder_gguf(s));
+    REQUIRE(!g.is_ok());
+    return g.status();
+  };
+  TinySpec s;
+  s.arch = "gemma";
+  Status st = error_of(s);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(contains(st.to_string(), "gemma"));
+
+  s = TinySpec{};
+  s.extra_u32 = {{"llama.expert_count", 8}};
+  st = error_of(s);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(contains(st.to_string(), "expert_count"));
+
+  s = TinySpec{};
+  s.extra_u32 = {{"llama.attention.key_length", 32}};
+  st = error_of(s);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(contains(st.to_string(), "key_length"));
+
+  s = TinySpec{};
+  s.extra_tensors = {"rope_freqs.weight"};
+  st = error_of(s);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(contains(st.to_string(), "rope_freqs"));
+
+  s = TinySpec{};
+  s.norm_type = 1;  // f16 norm: not an f32 vector
+  st = error_of(s);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(contains(st.to_string(), "output_norm.weight"));
+  CHECK(contains(st.to_string(), "f16"));
+
+  s = TinySpec{};
+  s.mat_type = 24;  // i8: a dtype of the IR, not a GGUF matrix type the graph takes
+  st = error_of(s);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(contains(st.to_string(), "token_embd.weight"));
+  CHECK(contains(st.to_string(), "i8"));
+
+  s = TinySpec{};
+  s.arch = "qwen2";  // without its biases
+  st = error_of(s);
+  CHECK(st.code() == StatusCode::kNotFound);
+  CHECK(contains(st.to_string(), "blk.0.attn_q.bias"));
+
+  DecoderGraphOptions o;
+  o.max_seq = 0;
+  CHECK(build(tiny_decoder_gguf(TinySpec{}), o).status().code() == StatusCode::kInvalidArgument);
+}
