@@ -322,8 +322,10 @@ TEST_CASE("gguf decoder: SmolLM2-135M-Instruct Q4_1 logits match llama.cpp") {
   for (const std::string kernels : {"auto", "ref"}) {
     CAPTURE(kernels);
     runtime::SessionOptions so;
-    so.backend.kernels = kernels;
     so.backend.n_threads = 1;
+    hal::BackendOptions cpu = so.backend;
+    cpu.settings = {{"kernels", kernels}};
+    so.backend_options = {{"cpu", cpu}};
     so.bucket_bounds = {{"seq", {64}}};
     auto s = runtime::Session::prepare(*g, so);
     REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());

@@ -215,5 +215,20 @@ else
   echo "FAIL: laya-make-tiny --preset"; fails=$((fails + 1))
 fi
 
+# generate (greedy, recompute): argument errors here; generation itself runs on GGUF files
+# (tests/frontends, the real SmolLM2 file). The tiny .laya decoder runs over a KV cache.
+expect 0 "usage: laya-run generate" -- generate --help
+expect 0 "RECOMPUTE" -- generate --help
+expect 2 "generate needs --model" -- generate --ids 1,2
+expect 2 "generate needs --ids" -- generate --model "$dec"
+expect 2 "--ids item must be an integer in \[0, 2147483647\], got 'x'" -- generate --model "$dec" --ids 1,x
+expect 2 "--ids item must be an integer in \[0, 2147483647\], got ''" -- generate --model "$dec" --ids 1,,2
+expect 2 "--max-tokens must be an integer in \[1, 1000000\], got '0'" -- generate --model "$dec" --ids 1 --max-tokens 0
+expect 2 "--model is given twice" -- generate --model "$dec" --model "$dec" --ids 1
+expect 2 "unexpected argument" -- generate "$dec" --ids 1
+expect 1 "is not a decoder graph" -- generate --model "$enc" --ids 1,2
+expect 1 "kUnsupported.*runs over a KV cache" -- generate --model "$dec" --ids 1,2
+expect 1 "kIoError" -- generate --model "$tmp/missing.gguf" --ids 1
+
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]
