@@ -1,8 +1,8 @@
 // The decoder graph frontends/gguf_decoder builds from a GGUF file: its structure and error paths
-// on synthetic files, and logits parity with llama.cpp on the real SmolLM2-135M-Instruct Q4_1 file
-// (tests/fixtures/gguf/smollm2-llamacpp-logits.bin, recorded by
-// tools/reference/make_smollm2_logits.py with llama-cpp-python 0.3.36), with the reference kernels
-// and the Highway kernels.
+// on synthetic files, and logits parity with llama.cpp (llama-cpp-python 0.3.36) with the reference
+// and the Highway kernels: on tiny random F32 llama / qwen2 GGUFs (fixtures made by
+// tools/reference/make_tiny_gguf_decoders.py) and on the real SmolLM2-135M-Instruct Q4_1 file
+// (tests/fixtures/gguf/smollm2-llamacpp-logits.bin, tools/reference/make_smollm2_logits.py).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -224,6 +224,130 @@ TEST_CASE("gguf decoder: unsupported architectures, features and tensor types ar
   DecoderGraphOptions o;
   o.max_seq = 0;
   CHECK(build(tiny_decoder_gguf(TinySpec{}), o).status().code() == StatusCode::kInvalidArgument);
+}
+
+// ---- parity with llama.cpp on tiny F32 llama and qwen2 GGUFs (fixtures, CI) ----------------------
+
+namespace {
+
+std::vector<uint8_t> read_all(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  REQUIRE_MESSAGE(f != nullptr, path);
+  std::vector<uint8_t> b;
+  uint8_t buf[65536];
+  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    b.insert(b.end(), buf, buf + got);
+  std::fclose(f);
+  return b;
+}
+
+std::string fixtures_dir() {
+  const char* dir = std::getenv("LAYA_FIXTURES");
+  REQUIRE(dir != nullptr);
+  return std::string(dir) + "/gguf/";
+}
+
+// Logits of `ids` (one sequence, positions 0..n-1) through the graph on the CPU backend.
+std::vector<float> run_logits(runtime::Session& sess, const std::vector<int32_t>& ids) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t sym[2] = {1, n};
+  const Status rs = sess.reshape(sym);
+  REQUIRE_MESSAGE(rs.is_ok(), rs.to_string());
+  std::vector<int32_t> pos(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  std::vector<float> logits(static_cast<size_t>(sess.extents(sess.graph().outputs[0]).count()));
+  const void* in[2] = {ids.data(), pos.data()};
+  void* out[1] = {logits.data()};
+  const Status st = sess.execute(in, out);
+  REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+  return logits;
+}
+
+struct Prepared {
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionBuffers buffers;
+};
+
+Prepared prepare(const ir::Graph& g, const std::string& kernels) {
+  runtime::SessionOptions so;
+  so.backend.n_threads = 1;
+  hal::BackendOptions cpu = so.backend;
+  cpu.settings = {{"kernels", kernels}};
+  so.backend_options = {{"cpu", cpu}};
+  auto s = runtime::Session::prepare(g, so);
+  REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+  Prepared p;
+  p.session = std::move(s).value();
+  auto buf = runtime::session_buffers_alloc(*p.session);
+  REQUIRE_MESSAGE(buf.is_ok(), buf.status().to_string());
+  p.buffers = std::move(buf).value();
+  const Status st = p.session->bind_memory(
+      p.buffers.persistent.region(), p.buffers.activations.region(), p.buffers.scratch.region());
+  REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("gguf decoder: tiny F32 llama and qwen2 GGUFs match llama.cpp's logits") {
+  // tools/reference/make_tiny_gguf_decoders.py: random F32 weights (no activation quantization on
+  // either side), llama.cpp with an F32 K/V cache, so only rounding differs.
+  const std::string dir = fixtures_dir();
+  const std::vector<uint8_t> b = read_all(dir + "tiny-decoders-llamacpp.bin");
+  size_t at = 0;
+  auto u32 = [&]() {
+    REQUIRE(at + 4 <= b.size());
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, 4);
+    at += 4;
+    return v;
+  };
+  REQUIRE(b.size() > 16);
+  REQUIRE(std::memcmp(b.data(), "LGTD", 4) == 0);
+  at = 4;
+  REQUIRE(u32() == 1);
+  const uint32_t n_models = u32(), vocab = u32();
+  CHECK(n_models == 2);
+  for (uint32_t m = 0; m < n_models; ++m) {
+    const uint32_t len = u32();
+    REQUIRE(at + len <= b.size());
+    const std::string name(reinterpret_cast<const char*>(b.data() + at), len);
+    at += len;
+    CAPTURE(name);
+    Result<File> f = File::open(dir + name);
+    REQUIRE_MESSAGE(f.is_ok(), f.status().to_string());
+    auto file = std::make_shared<File>(std::move(f).value());
+    DecoderGraphOptions o;
+    o.max_seq = 64;
+    Result<ir::Graph> g = build_decoder_graph(file, o);
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    CHECK(g->meta.architecture == (name == "tiny-llama.gguf" ? "llama" : "qwen2"));
+    Prepared hwy = prepare(*g, "auto"), ref = prepare(*g, "ref");
+    const uint32_t n_prompts = u32();
+    for (uint32_t p = 0; p < n_prompts; ++p) {
+      const uint32_t n = u32();
+      std::vector<int32_t> ids(n);
+      std::vector<float> want(static_cast<size_t>(n) * vocab);
+      REQUIRE(at + 4 * ids.size() + 4 * want.size() <= b.size());
+      std::memcpy(ids.data(), b.data() + at, 4 * ids.size());
+      at += 4 * ids.size();
+      std::memcpy(want.data(), b.data() + at, 4 * want.size());
+      at += 4 * want.size();
+      for (Prepared* run : {&hwy, &ref}) {
+        const std::vector<float> got = run_logits(*run->session, ids);
+        REQUIRE(got.size() == want.size());
+        double max_d = 0, max_ref = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          max_d = std::max(max_d, std::fabs(double{got[i]} - want[i]));
+          max_ref = std::max(max_ref, std::fabs(double{want[i]}));
+        }
+        MESSAGE(name, std::string(run == &hwy ? " Highway" : " reference"), ", ", n,
+                " tokens: max |d logit| ", max_d, " (largest logit ", max_ref, ")");
+        CHECK(max_d < 2e-4);
+      }
+    }
+  }
+  CHECK(at == b.size());
 }
 
 // ---- parity with llama.cpp on the real SmolLM2 GGUF -------------------------------------------
