@@ -243,4 +243,51 @@ Result<ir::Graph> build_decoder_graph(std::shared_ptr<const File> f,
   return std::move(b).finish();
 }
 
+Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,
+                                             const CachedDecoderGraphOptions& opts) {
+  if (f == nullptr) return Status(StatusCode::kInvalidArgument, "GGUF decoder: no file");
+  if (opts.max_batch < 1 || opts.max_seq < 1 || opts.max_cells < 1)
+    return status_error(
+        StatusCode::kInvalidArgument,
+        "GGUF decoder: max_batch %lld, max_seq %lld and max_cells %lld must be >= 1",
+        static_cast<long long>(opts.max_batch), static_cast<long long>(opts.max_seq),
+        static_cast<long long>(opts.max_cells));
+  LAYA_ASSIGN_OR_RETURN(DecoderSpec spec, decoder_spec(*f));
+  const int64_t ctx = spec.params.context_length;
+  ir::GraphBuilder b;
+  const int batch = b.symbol("batch", 1, opts.max_batch);
+  const int seq = b.symbol("seq", 1, std::min(opts.max_seq, ctx));
+  const int cells = b.symbol("cells", 1, std::min(opts.max_cells, ctx));
+  const ir::Shape bs = ir::Shape::of({ir::Dim::sym(batch), ir::Dim::sym(seq)});
+  const ir::Shape cs = ir::Shape::of({ir::Dim::fixed(1), ir::Dim::sym(cells)});
+  const ValueId ids = b.input("ids", DType::kI32, bs, ir::InputRole::kTokenIds);
+  const ValueId pos = b.input("positions", DType::kI32, bs, ir::InputRole::kPositions);
+  const ValueId seq_ids = b.input("seq_ids", DType::kI32, bs, ir::InputRole::kSeqIds);
+  const ValueId tok_cells = b.input("cells", DType::kI32, bs, ir::InputRole::kCacheCells);
+  const ValueId cell_pos =
+      b.input("cell_positions", DType::kI32, cs, ir::InputRole::kCellPositions);
+  const ValueId cell_seq = b.input("cell_seq_ids", DType::kI32, cs, ir::InputRole::kCellSeqIds);
+  const int64_t kv_width = spec.params.head_count_kv * spec.head_dim;
+  const ir::Shape cache =
+      ir::Shape::of({ir::Dim::fixed(1), ir::Dim::sym(cells), ir::Dim::fixed(kv_width)});
+  LAYA_ASSIGN_OR_RETURN(DecoderWeights w, add_decoder_weights(b, f, spec));
+  const ir::Attrs attn_attrs = decoder_attention_attrs(spec);
+  ValueId x = b.embedding(w.token_embd, ids, "embed");
+  for (int64_t l = 0; l < spec.params.block_count; ++l) {
+    const std::string prefix = "blk." + std::to_string(l) + ".";
+    const DecoderLayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    const ValueId k_cache = b.state(prefix + "k_cache", DType::kF32, cache);
+    const ValueId v_cache = b.state(prefix + "v_cache", DType::kF32, cache);
+    const DecoderQkv qkv = decoder_qkv(b, spec, lw, x, pos, prefix);
+    const ValueId kc = b.kv_write(k_cache, qkv.k, tok_cells, prefix + "k_write");
+    const ValueId vc = b.kv_write(v_cache, qkv.v, tok_cells, prefix + "v_write");
+    const ValueId att = b.attention(qkv.q, kc, vc, ir::kNoValue, {pos, cell_pos, seq_ids, cell_seq},
+                                    attn_attrs, prefix + "attn");
+    x = decoder_layer_out(b, spec, lw, x, att, prefix);
+  }
+  b.output(decoder_logits(b, spec, w, x), "logits");
+  decoder_metadata(*f, spec, &b.meta());
+  return std::move(b).finish();
+}
+
 }  // namespace laya::frontends::gguf

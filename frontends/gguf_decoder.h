@@ -108,4 +108,28 @@ struct DecoderGraphOptions {
 Result<ir::Graph> build_decoder_graph(std::shared_ptr<const File> f,
                                       const DecoderGraphOptions& opts = {});
 
+// The KV-cached graph (runtime/kv_cache.h, runtime/decoder.h): the same layers, with each layer's
+// k and v written into cache cells and attention over the cells.
+//   inputs   ids, positions, seq_ids, cells   i32 [batch, seq]   each token's id, position,
+//                                             sequence id and cache cell (kTokenIds, kPositions,
+//                                             kSeqIds, kCacheCells)
+//            cell_positions, cell_seq_ids     i32 [1, cells]     the cache's per-cell arrays
+//                                             (kCellPositions, kCellSeqIds)
+//   states   blk.<l>.k_cache, blk.<l>.v_cache f32 [1, cells, n_kv * hd]   per layer
+//   output   logits  f32 [batch, seq, vocab]
+//   per layer: decoder_qkv -> kv_write(k_cache, k, cells), kv_write(v_cache, v, cells) ->
+//   attention(q, k_cache, v_cache; q at positions / seq_ids, keys at the cells' positions /
+//   sequence ids, causal, GQA) -> decoder_layer_out.
+// Symbols "batch" [1, max_batch], "seq" [1, max_seq] (the longest prefill chunk; decode is 1) and
+// "cells" [1, max_cells] (both capped at context_length). A session plans prefill chunks and
+// decode as separate buckets of this one graph (runtime::decoder_session_options).
+struct CachedDecoderGraphOptions {
+  int64_t max_batch = 1;
+  int64_t max_seq = 128;     // the prefill chunk
+  int64_t max_cells = 4096;  // the largest cache a session may bind
+};
+// kInvalidArgument for a bound < 1; otherwise as build_decoder_graph.
+Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,
+                                             const CachedDecoderGraphOptions& opts = {});
+
 }  // namespace laya::frontends::gguf
