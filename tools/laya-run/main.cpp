@@ -5,8 +5,9 @@
 //                [--threads N] [--kernels K] [--backends A,B] [--save DIR] [--profile]
 //   laya-run profile MODEL.laya [--backend ax8850] [--vnpu M] [--host chip|pcie] [--dim NAME=N]...
 //                    [--json] [--trace FILE] [--sweep NAME=A,B,...] (tools/laya-run/profile.cpp)
-//   laya-run generate --model M.gguf|M.laya --ids 1,2,3 [--max-tokens N] [--json] [--threads N]
-//                [--kernels K] [--backends A,B]
+//   laya-run generate --model M.gguf|M.laya (--prompt TEXT | --ids 1,2,3) [--max-tokens N]
+//                     [--json] ...                                  (tools/laya-run/generate.cpp)
+//   laya-run score --model M.gguf|M.laya --ids-file F.json [--top K]
 //   laya-run backends
 //   laya-run route --request REQ.json [router options]          (tools/laya-run/decide.cpp)
 //   laya-run decide --model M.laya --request REQ.json [--explain]
@@ -26,11 +27,8 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "frontends/gguf.h"
-#include "frontends/gguf_decoder.h"
 #include "hal/hal.h"
 #include "ir/graph.h"
 #include "ir/model_file.h"
@@ -54,7 +52,8 @@ constexpr const char* kUsage =
     "  laya-run inspect MODEL.laya [options]   ops, parameters, inputs/outputs, memory plan\n"
     "  laya-run run MODEL.laya [options]       run once or more, print outputs and wall time\n"
     "  laya-run profile MODEL.laya [options]   modelled time per op, call and group (ax8850)\n"
-    "  laya-run generate --model M --ids ...   greedy tokens from a decoder (recompute, no cache)\n"
+    "  laya-run generate --model M --prompt T  greedy tokens from a decoder over a KV cache\n"
+    "  laya-run score --model M --ids-file F   top-K next-token predictions after each prefix\n"
     "  laya-run backends                       list the HAL backends in this build\n"
     "  laya-run decide --model M --request R   a typed decision (the SDK's result as JSON)\n"
     "  laya-run route --request R              the checkpoint the Laya router would choose\n"
@@ -100,24 +99,6 @@ constexpr const char* kRunUsage =
     "  --backends A,B        backends in order of preference (default: cpu)\n"
     "  --save DIR            write every output to DIR/<name>.npy (DIR is created if missing)\n"
     "  --profile             time per op type (measured; modelled on simulated backends)\n";
-
-constexpr const char* kGenerateUsage =
-    "usage: laya-run generate --model M.gguf|M.laya --ids ID,ID,... [options]\n"
-    "\n"
-    "Greedy generation from a decoder: a GGUF file (llama / qwen2, imported as it is read) or a\n"
-    ".laya decoder graph (inputs ids [+ positions], output logits [batch, seq, vocab]).\n"
-    "RECOMPUTE: there is no KV cache yet; every new token runs the whole sequence again, so a\n"
-    "step costs a prefill of the sequence so far. Numbers from this command are not decode speed.\n"
-    "Stops after --max-tokens or at the GGUF's end-of-sequence id (included in ids).\n"
-    "\n"
-    "  --model M        a .gguf file or a .laya decoder\n"
-    "  --ids ID,ID,...  the prompt as token ids (text prompts come with the tokenizer)\n"
-    "  --max-tokens N   tokens to generate, 1..1000000 (default 16)\n"
-    "  --json           print {\"prompt_ids\": [...], \"ids\": [...], \"recompute\": true,\n"
-    "                   \"timings\": {...}} instead of text\n"
-    "  --threads N      CPU threads, 0..1024 (default 0: all cores)\n"
-    "  --kernels K      auto | ref | a Highway target name (default auto)\n"
-    "  --backends A,B   backends in order of preference (default: cpu)\n";
 
 int bad_args(const std::string& msg, const char* usage) {
   std::fprintf(stderr, "laya-run: %s\n\n%s", msg.c_str(), usage);
@@ -685,160 +666,6 @@ int cmd_run(int argc, char** argv) {
   return 0;
 }
 
-// ---- generate --------------------------------------------------------------------------------
-
-// A decoder graph from a GGUF file (imported with room for `max_seq` tokens) or a .laya file, and
-// the end-of-sequence id (-1: none known).
-Result<ir::Graph> load_decoder(const std::string& path, int64_t max_seq, int64_t* eos) {
-  *eos = -1;
-  const bool gguf = path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
-  if (!gguf) return ir::model_load(path);
-  LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(path));
-  auto file = std::make_shared<const frontends::gguf::File>(std::move(f));
-  if (Result<int64_t> e = file->get_int("tokenizer.ggml.eos_token_id"); e.is_ok()) *eos = *e;
-  frontends::gguf::DecoderGraphOptions o;
-  o.max_seq = max_seq;
-  return frontends::gguf::build_decoder_graph(file, o);
-}
-
-// "1,2,2,3" -> token ids (repeats allowed: a prompt repeats tokens). False with `*err` on an empty
-// list or an item that is not an id in [0, INT32_MAX].
-bool parse_ids(const std::string& text, const std::string& what, std::vector<int32_t>* out,
-               std::string* err) {
-  out->clear();
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    int64_t v = 0;
-    if (!tools::parse_integer(std::string_view(text).substr(start, comma - start), 0, INT32_MAX,
-                              what, &v, err))
-      return false;
-    out->push_back(static_cast<int32_t>(v));
-    start = comma + 1;
-  }
-  return true;
-}
-
-int cmd_generate(int argc, char** argv) {
-  CommonOptions common;
-  bool json = false;
-  std::string path, ids_text;
-  int64_t max_tokens = 16;
-  std::vector<std::string> positional;
-  tools::ArgParser p;
-  common.declare(p);
-  p.text("model", &path);
-  p.text("ids", &ids_text);
-  p.integer("max-tokens", 1, 1000000, &max_tokens);
-  p.flag("json", &json);
-  if (!p.parse(argc, argv, 2, &positional)) return bad_args(p.error(), kGenerateUsage);
-  if (common.help) {
-    std::printf("%s", kGenerateUsage);
-    return 0;
-  }
-  if (!positional.empty())
-    return bad_args("unexpected argument '" + positional[0] + "'", kGenerateUsage);
-  if (path.empty()) return bad_args("generate needs --model M.gguf|M.laya", kGenerateUsage);
-  if (ids_text.empty()) return bad_args("generate needs --ids ID,ID,...", kGenerateUsage);
-  std::vector<int32_t> prompt;
-  std::string err;
-  if (!parse_ids(ids_text, "--ids item", &prompt, &err)) return bad_args(err, kGenerateUsage);
-  runtime::SessionOptions so;
-  err = common.session_options(&so);
-  if (!err.empty()) return bad_args(err, kGenerateUsage);
-
-  auto t0 = Clock::now();
-  int64_t eos = -1;
-  const int64_t want = static_cast<int64_t>(prompt.size()) + max_tokens;
-  Result<ir::Graph> loaded = load_decoder(path, want, &eos);
-  if (!loaded.is_ok()) return fail(loaded.status());
-  const ir::Graph& g = *loaded;
-  const int seq_sym = g.find_symbol("seq");
-  ir::ValueId ids_in = ir::kNoValue, pos_in = ir::kNoValue;
-  for (ir::ValueId id : g.inputs) {
-    if (g.values[id].role == ir::InputRole::kTokenIds) ids_in = id;
-    if (g.values[id].role == ir::InputRole::kPositions) pos_in = id;
-  }
-  if (!g.states.empty())
-    return fail(Status(StatusCode::kUnsupported,
-                       path + " runs over a KV cache (state values); generate by recompute needs a "
-                              "full-sequence decoder graph (a GGUF file)"));
-  const bool shape_ok = seq_sym >= 0 && ids_in != ir::kNoValue &&
-                        g.inputs.size() == (pos_in == ir::kNoValue ? 1u : 2u) &&
-                        g.outputs.size() == 1 && g.values[g.outputs[0]].shape.rank == 3;
-  if (!shape_ok)
-    return fail(Status(StatusCode::kInvalidArgument,
-                       path + " is not a decoder graph (a 'seq' symbol, inputs ids [+ positions], "
-                              "one output logits [batch, seq, vocab])"));
-  const int64_t max_seq = g.symbols[static_cast<size_t>(seq_sym)].max;
-  if (static_cast<int64_t>(prompt.size()) > max_seq)
-    return fail(status_error(StatusCode::kOutOfRange, "the prompt has %zu tokens; %s takes %lld",
-                             prompt.size(), path.c_str(), static_cast<long long>(max_seq)));
-  const int64_t vocab = g.values[g.outputs[0]].shape.dims[2].c;
-  Result<std::unique_ptr<runtime::Session>> sr = runtime::Session::prepare(g, so);
-  if (!sr.is_ok()) return fail(sr.status());
-  runtime::Session& s = **sr;
-  Result<runtime::SessionBuffers> buffers = runtime::session_buffers_alloc(s);
-  if (!buffers.is_ok()) return fail(buffers.status());
-  Status st = s.bind_memory(buffers->persistent.region(), buffers->activations.region(),
-                            buffers->scratch.region());
-  if (!st.is_ok()) return fail(st);
-  const double load_ms = ms_since(t0);
-
-  std::vector<int32_t> seq = prompt, positions, generated;
-  std::vector<float> logits;
-  std::vector<double> step_ms;
-  std::vector<int64_t> sym(g.symbols.size(), 1);
-  while (static_cast<int64_t>(generated.size()) < max_tokens &&
-         static_cast<int64_t>(seq.size()) <= max_seq) {
-    t0 = Clock::now();
-    const int64_t n = static_cast<int64_t>(seq.size());
-    sym[static_cast<size_t>(seq_sym)] = n;
-    st = s.reshape(sym);
-    if (!st.is_ok()) return fail(st);
-    positions.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) positions[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-    logits.resize(static_cast<size_t>(s.extents(g.outputs[0]).count()));
-    std::vector<const void*> in;
-    for (ir::ValueId id : g.inputs)
-      in.push_back(id == ids_in ? static_cast<const void*>(seq.data()) : positions.data());
-    void* out[1] = {logits.data()};
-    st = s.execute(in, out);
-    if (!st.is_ok()) return fail(st);
-    const float* last = logits.data() + (n - 1) * vocab;
-    const int32_t next = static_cast<int32_t>(std::max_element(last, last + vocab) - last);
-    step_ms.push_back(ms_since(t0));
-    generated.push_back(next);
-    seq.push_back(next);
-    if (next == eos) break;
-  }
-
-  auto list = [](const std::vector<int32_t>& v) {
-    std::string out;
-    for (int32_t x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
-    return out;
-  };
-  double total = 0;
-  for (double m : step_ms) total += m;
-  if (json) {
-    std::printf(
-        "{\"prompt_ids\": [%s], \"ids\": [%s], \"recompute\": true, \"timings\": {\"load_ms\": "
-        "%.3f, \"first_token_ms\": %.3f, \"total_ms\": %.3f, \"tokens\": %zu}}\n",
-        list(prompt).c_str(), list(generated).c_str(), load_ms, step_ms.front(), total,
-        generated.size());
-  } else {
-    std::printf("model: %s (load + import + pack %.1f ms; kernels %s)\n", path.c_str(), load_ms,
-                kernels_label(so).c_str());
-    std::printf("prompt ids (%zu): %s\n", prompt.size(), list(prompt).c_str());
-    std::printf("generated ids (%zu, greedy): %s\n", generated.size(), list(generated).c_str());
-    std::printf(
-        "time: first token %.1f ms, %.1f ms in all (RECOMPUTE: no KV cache, every step runs the "
-        "whole sequence)\n",
-        step_ms.front(), total);
-  }
-  return 0;
-}
-
 int cmd_backends(int argc, char** argv) {
   bool help = false;
   std::vector<std::string> positional;
@@ -885,7 +712,8 @@ int main(int argc, char** argv) {
   if (cmd == "decide") return laya::tools::cmd_decide(argc, argv);
   if (cmd == "route") return laya::tools::cmd_route(argc, argv);
   if (cmd == "profile") return tools::cmd_profile(argc, argv);
-  if (cmd == "generate") return cmd_generate(argc, argv);
+  if (cmd == "generate") return laya::tools::cmd_generate(argc, argv);
+  if (cmd == "score") return laya::tools::cmd_score(argc, argv);
   if (cmd == "backends") return cmd_backends(argc, argv);
   return bad_args("unknown command '" + cmd + "'", kUsage);
 }
