@@ -2,7 +2,7 @@
 // runtime/decoder.h: the prompt prefilled in chunks, then one decode step per new token.
 //
 //   laya-run generate --model M (--prompt TEXT | --ids 1,2,3) [--max-tokens N] [--json]
-//   laya-run score --model M --ids-file F.json [--top K] [--json]
+//   laya-run score --model M --ids-file F.json [--top K]
 //
 // Exit codes: 0 success, 1 the model, a file or the runtime failed (message on stderr), 2 bad
 // arguments.
