@@ -751,7 +751,10 @@ Status check_decoder_tensors(const File& f, const DecoderParams& p) {
     }
     bool ok = t->n_dims == shape.size();
     size_t i = 0;
-    for (int64_t s : shape) ok = ok && i < t->n_dims && (s < 0 || t->shape[i++] == s);
+    for (int64_t s : shape) {  // s < 0: any extent
+      ok = ok && i < t->n_dims && (s < 0 || t->shape[i] == s);
+      ++i;
+    }
     if (!ok) {
       std::string got;
       for (uint32_t k = 0; k < t->n_dims; ++k) got += (k ? ", " : "") + std::to_string(t->shape[k]);

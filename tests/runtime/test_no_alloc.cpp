@@ -1,6 +1,7 @@
 // Execute allocates nothing: every execute after bind_memory and reshape (and every reshape) runs
 // with a process-wide allocation counter on (tests/alloc_hook.h), on 1 and 2 threads, ref and auto
-// kernels, both tiny models. Also the CPU backend's thread pool on its own.
+// kernels, both tiny models. The decoder runner's prefill chunks and decode steps. Also the CPU
+// backend's thread pool on its own.
 #include <doctest/doctest.h>
 
 #include <oneapi/tbb/tbb_allocator.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "hal/cpu/thread_pool.h"
+#include "runtime/decoder.h"
 #include "tests/alloc_hook.h"
 #include "tests/runtime/session_util.h"
 
@@ -88,6 +90,47 @@ TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto k
           }
         }
       }
+}
+
+TEST_CASE("the decoder runner: prefill chunks and every decode step allocate nothing") {
+  for (int threads : {1, 2})
+    for (const char* kernels : {"ref", "auto"}) {
+      CAPTURE(threads);
+      const std::string kernels_name = kernels;
+      CAPTURE(kernels_name);
+      tools::TinyModelConfig cfg;
+      auto g = tools::make_tiny_decoder(cfg, 5);
+      REQUIRE(g.is_ok());
+      const int64_t chunk = 8, cells = 64;
+      auto so = runtime::decoder_session_options(cpu_options(kernels, threads), *g, chunk, cells);
+      REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
+      TinyRun run = make_run(*g, *so, cells);
+      auto lb = runtime::DecoderRunner::logits_bytes(*g, chunk);
+      REQUIRE(lb.is_ok());
+      auto logits = runtime::RegionBuffer::alloc(*lb, runtime::kRegionAlign, false);
+      REQUIRE(logits.is_ok());
+      auto r = runtime::DecoderRunner::create(*run.session, *run.kv.cache, logits->region(), chunk);
+      REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+      runtime::DecoderRunner& runner = **r;
+      const TinyInputs in = tiny_inputs(1, 13, cfg.vocab, 0);
+      for (int rep = 0; rep < 2; ++rep) {  // the first prefill and decode after create count too
+        run.kv.cache->clear();
+        alloc_hook::start();
+        Status st = runner.prefill(0, in.ids);  // chunks of 8 and 5
+        long calls = alloc_hook::stop();
+        REQUIRE(st.is_ok());
+        CHECK(calls == 0);
+        for (int t = 0; t < 24; ++t) {
+          const int32_t next = runtime::greedy_token(runner.last_logits(), nullptr);
+          alloc_hook::start();
+          st = runner.step(0, std::span(&next, 1));
+          calls = alloc_hook::stop();
+          REQUIRE(st.is_ok());
+          CHECK(calls == 0);
+        }
+        CHECK(run.kv.cache->seq_length(0) == 13 + 24);
+      }
+    }
 }
 
 TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both activation modes)") {

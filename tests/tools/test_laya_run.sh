@@ -2,7 +2,7 @@
 # laya-run and laya-make-tiny as a user meets them: help everywhere, exit code 2 with a message on
 # bad arguments, 1 with a message on a bad model or file, inspect / run output, .npy inputs and
 # outputs, determinism.
-# usage: test_laya_run.sh LAYA_RUN ENCODER.laya DECODER.laya LAYA_MAKE_TINY
+# usage: test_laya_run.sh LAYA_RUN ENCODER.laya DECODER.laya LAYA_MAKE_TINY [TINY.gguf]
 set -u
 run=$1 enc=$2 dec=$3 make_tiny=$4
 tmp=$(mktemp -d)
@@ -213,6 +213,58 @@ if "$make_tiny" --preset laya-english --layers 2 --d-model 128 --heads 2 --d-ff 
   expect 0 "profile \(modelled by the backend's cost model" -- run "$laya" --backends ax8850 --repeat 1 --profile --dim tokens=20
 else
   echo "FAIL: laya-make-tiny --preset"; fails=$((fails + 1))
+fi
+
+# generate / score over the KV cache (runtime/decoder.h): the tiny .laya decoder and a tiny GGUF.
+expect 0 "usage: laya-run generate" -- generate --help
+expect 0 "usage: laya-run score" -- score --help
+expect 2 "generate needs --model" -- generate --ids 1,2
+expect 2 "generate needs one of --prompt TEXT or --ids" -- generate --model "$dec"
+expect 2 "generate needs one of --prompt TEXT or --ids" -- generate --model "$dec" --ids 1 --prompt x
+expect 2 "--ids item must be an integer in \[0, 2147483647\], got 'x'" -- generate --model "$dec" --ids 1,x
+expect 2 "--ids item must be an integer in \[0, 2147483647\], got ''" -- generate --model "$dec" --ids 1,,2
+expect 2 "--max-tokens must be an integer in \[1, 1000000\], got '0'" -- generate --model "$dec" --ids 1 --max-tokens 0
+expect 2 "--chunk must be an integer in \[1, 4096\], got '0'" -- generate --model "$dec" --ids 1 --chunk 0
+expect 2 "--model is given twice" -- generate --model "$dec" --model "$dec" --ids 1
+expect 2 "unexpected argument" -- generate "$dec" --ids 1
+expect 1 "is not a decoder over a KV cache" -- generate --model "$enc" --ids 1,2
+expect 1 "has no GGUF tokenizer for --prompt; give --ids" -- generate --model "$dec" --prompt "hello"
+expect 1 "kIndexOutOfRange.*9000" -- generate --model "$dec" --ids 1,9000
+expect 1 "kIoError" -- generate --model "$tmp/missing.gguf" --ids 1
+expect 1 "kOutOfRange: 5000 tokens \(prompt and new ones\) exceed .*KV cache of 4096 cells" -- generate --model "$dec" --ids 1 --max-tokens 5000
+expect 0 "generated ids \(3, greedy\): [0-9]+, [0-9]+, [0-9]+$" -- generate --model "$dec" --ids 5,6,7 --max-tokens 3
+expect 0 '^\{"prompt_ids": \[5, 6, 7\], "ids": \[[0-9]+, [0-9]+\], "text": "", "timings": \{"load_ms": [0-9.e-]+, "prefill_ms": [0-9.e-]+, "first_token_ms": [0-9.e-]+, "total_ms": [0-9.e-]+, "prompt_tokens": 3, "tokens": 2, "prefill_chunks": 1, "decode_tokens_per_s": [0-9.e-]+\}\}$' -- generate --model "$dec" --ids 5,6,7 --max-tokens 2 --json
+expect 0 '"prefill_chunks": 3' -- generate --model "$dec" --ids 5,6,7,8,9 --chunk 2 --max-tokens 2 --json
+ids_of() { sed 's/.*"ids": \[\([^]]*\)\].*/\1/'; }
+g6=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json | ids_of)
+g2=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 2 --json | ids_of)
+g6c=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --chunk 2 --json | ids_of)
+if [[ -n "$g2" && "$g6" == "$g2, "* && "$g6c" == "$g6" ]]; then
+  echo "ok:   generate: 2 greedy tokens start the 6; prefill chunks of 2 give the same 6"
+else
+  echo "FAIL: generate prefixes / chunks: '$g2' vs '$g6' vs '$g6c'"; fails=$((fails + 1))
+fi
+# score: teacher forcing; the last position's top-1 is generate's first token, any chunk size.
+printf '{"ids": [5, 6, 7, 8, 9]}' >"$tmp/ids.json"
+printf '{"ids": [5, -1]}' >"$tmp/bad_ids.json"
+expect 2 "score needs --ids-file" -- score --model "$dec"
+expect 2 "--top must be an integer in \[1, 1000\], got '0'" -- score --model "$dec" --ids-file "$tmp/ids.json" --top 0
+expect 1 "ids must be integers in \[0, 2147483647\], got -1" -- score --model "$dec" --ids-file "$tmp/bad_ids.json"
+expect 1 "kIoError" -- score --model "$dec" --ids-file "$tmp/missing.json"
+s3=$("$run" score --model "$dec" --ids-file "$tmp/ids.json" --top 3)
+s1=$("$run" score --model "$dec" --ids-file "$tmp/ids.json" --top 3 --chunk 1)
+first=${g2%%,*}
+if [[ "$s3" =~ ^\{\"positions\":\ \[(\{\"top_ids\":\ \[[0-9]+,\ [0-9]+,\ [0-9]+\],\ \"top_logits\":\ \[[^]]*\]\}(,\ )?){5}\]\}$ &&
+      "$s3" == "$s1" && "$s3" == *"{\"top_ids\": [$first, "*"]}]}" ]]; then
+  echo "ok:   score: 5 positions of top 3; chunks of 1 agree; the last top-1 is generate's first token"
+else
+  echo "FAIL: score: '$s3' / '$s1' (first generated: $first)"; fails=$((fails + 1))
+fi
+# A GGUF (tiny random llama, fixtures): --prompt tokenized by its vocabulary, text decoded.
+if [[ -n "${5:-}" ]]; then
+  expect 0 '^\{"prompt_ids": \[97, 98\], "ids": \[[0-9]+(, [0-9]+){2}\], "text": "[^"]*", "timings"' -- generate --model "$5" --prompt ab --max-tokens 3 --json
+  expect 1 "kOutOfRange: 100004 tokens \(prompt and new ones\) exceed .*context of 256" -- generate --model "$5" --ids 5,6,7,8,9 --max-tokens 100000
+  expect 0 '^\{"positions": \[\{"top_ids": \[[0-9]+\]' -- score --model "$5" --ids-file "$tmp/ids.json" --top 1
 fi
 
 echo "$fails failure(s)"

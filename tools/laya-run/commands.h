@@ -1,4 +1,5 @@
-// laya-run's decision commands (decide.cpp); main.cpp dispatches to them.
+// laya-run's decision commands (decide.cpp) and decoder commands (generate.cpp); main.cpp
+// dispatches to them.
 #pragma once
 
 #include <string>
@@ -12,6 +13,11 @@ namespace laya::tools {
 int cmd_route(int argc, char** argv);
 // `laya-run decide`: a typed decision on a .laya model (or --explain: the rows it would read).
 int cmd_decide(int argc, char** argv);
+
+// `laya-run generate`: greedy tokens from a decoder over a KV cache (runtime/decoder.h).
+int cmd_generate(int argc, char** argv);
+// `laya-run score`: teacher-forced top-K next-token predictions after each prefix of given ids.
+int cmd_score(int argc, char** argv);
 
 // The request file's bytes ("-": stdin); kRequestTooLarge past 2 MiB.
 Result<std::string> read_request_file(const std::string& path);

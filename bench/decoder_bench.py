@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Side-by-side decoder speed: `laya-run generate` (runtime/decoder.h over the KV cache) against
+llama.cpp (llama-cpp-python) on the same GGUF, 1 and 2 threads, in one run. Writes a markdown
+table of medians.
+
+    /work/refvenv/bin/python bench/decoder_bench.py --laya-run build/tools/laya-run --gguf M.gguf \\
+        [--prompt-tokens 128] [--new-tokens 64] [--threads 1,2] [--reps 3]
+
+Per repetition each engine starts cold in the same way: ours a fresh `laya-run generate` process
+(load, import, pack, then prefill the prompt in one chunk and decode), llama.cpp a fresh
+`Llama` object (load, then eval the prompt in one batch and decode one token per eval). Prompt
+processing is prompt tokens / prefill time (the first execute in the process on both sides);
+decode is new tokens after the first / their time. The prompt is the same ids on both sides
+(llama.cpp's tokenization of a fixed text, cut to --prompt-tokens). The machine may be shared:
+quote the CPU and say so.
+"""
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+TEXT = ("The maintenance log of the cooling system records every alarm, the time it was raised, "
+        "the sensor that raised it and the action the operator took. ") * 20
+
+
+def cpu_model():
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def ours(laya_run, gguf, ids, new, threads):
+    out = subprocess.run([laya_run, "generate", "--model", gguf, "--ids", ",".join(map(str, ids)),
+                          "--max-tokens", str(new), "--chunk", str(len(ids)), "--threads",
+                          str(threads), "--json"], check=True, capture_output=True, text=True)
+    t = json.loads(out.stdout)["timings"]
+    return len(ids) * 1000.0 / t["prefill_ms"], t["decode_tokens_per_s"]
+
+
+def llamacpp(gguf, ids, new, threads):
+    import llama_cpp
+    import numpy as np
+
+    llm = llama_cpp.Llama(model_path=gguf, n_ctx=512, n_batch=512, n_ubatch=512,
+                          n_threads=threads, n_threads_batch=threads, logits_all=False,
+                          verbose=False, seed=0)
+    t0 = time.perf_counter()
+    llm.eval(ids)
+    pp = len(ids) / (time.perf_counter() - t0)
+    nxt = int(np.argmax(llm.scores[llm.n_tokens - 1, :]))
+    t0 = time.perf_counter()
+    for _ in range(new - 1):
+        llm.eval([nxt])
+        nxt = int(np.argmax(llm.scores[llm.n_tokens - 1, :]))
+    dec = (new - 1) / (time.perf_counter() - t0)
+    del llm
+    return pp, dec
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--laya-run", required=True)
+    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    import llama_cpp
+
+    tok = llama_cpp.Llama(model_path=a.gguf, vocab_only=True, verbose=False)
+    ids = tok.tokenize(TEXT.encode(), add_bos=True, special=True)[: a.prompt_tokens]
+    del tok
+    rows = []
+    for th in [int(x) for x in a.threads.split(",")]:
+        res = {"laya-run": [], "llama.cpp": []}
+        for _ in range(a.reps):  # interleaved, so a load change hits both
+            res["laya-run"].append(ours(a.laya_run, a.gguf, ids, a.new_tokens, th))
+            res["llama.cpp"].append(llamacpp(a.gguf, ids, a.new_tokens, th))
+        for name, r in res.items():
+            rows.append((name, th, statistics.median(x[0] for x in r),
+                         statistics.median(x[1] for x in r)))
+    print(f"CPU: {cpu_model()}; {a.gguf.split('/')[-1]}; prompt {len(ids)} tokens in one chunk, "
+          f"{a.new_tokens} new tokens; median of {a.reps}; llama-cpp-python "
+          f"{llama_cpp.__version__}\n")
+    print("| engine | threads | prompt processing (tok/s) | decode (tok/s) |")
+    print("|---|---|---|---|")
+    for name, th, pp, dec in rows:
+        print(f"| {name} | {th} | {pp:.1f} | {dec:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

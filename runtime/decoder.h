@@ -1,0 +1,137 @@
+// The decoder runner: prefill a prompt in chunks and decode token by token through a KV cache,
+// with one session of a KV-cached decoder graph (frontends/gguf_decoder.h
+// build_cached_decoder_graph, tools/tiny_models.h make_tiny_decoder).
+//
+//   SessionOptions so = decoder_session_options(base, graph, /*chunk=*/128, cells);
+//   auto s = Session::prepare(graph, so);   // decode and prefill: two buckets (a plan each)
+//   ... bind_memory(...) ...                // one set of packed weights for both
+//   auto kv = KvCache::create(*kv_cache_layout(graph), cells, 1, kv_region);
+//   auto r = DecoderRunner::create(*s, **kv, logits_region, 128);   // binds the cache's states
+//   r->generate({.prompt = ids, .max_tokens = 16}, &out, &stats);
+//
+// A step of n tokens (1 <= n <= chunk) of sequence `seq`: cells come from the cache (alloc), the
+// session is reshaped to (batch 1, seq n, cells = the cache's capacity) and executed; the logits of
+// the n tokens are in logits(). Prefill runs ceil(n / chunk) steps; decode is a step of 1.
+//
+// Graph contract (checked by create): inputs with roles kTokenIds, kPositions, kSeqIds,
+// kCacheCells (i32 [batch, seq]), kCellPositions, kCellSeqIds (i32 [1, cells]) and nothing else;
+// symbols "batch", "seq", "cells"; one output logits f32 [batch, seq, vocab] (vocab fixed).
+//
+// Ownership: the runner borrows the session, the cache and the logits region (all must outlive
+// it); it owns only its per-step token arrays (chunk entries each, allocated by create). Nothing
+// after create allocates per token: step and prefill run with the session's plans and the
+// caller's regions; generate allocates only the output ids and Stats entries it reserves up front.
+// Thread safety: none; one thread at a time (the runner drives the session and the cache).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/kv_cache.h"
+#include "runtime/session.h"
+
+namespace laya::runtime {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Timings of a generation, in ms on the steady clock. load_ms is the caller's (model load, import,
+// prepare, pack: DecoderRunner::create takes its start); the rest count from generate's start.
+struct DecoderStats {
+  double load_ms = 0;
+  double prefill_end_ms = 0;     // the prompt is in the cache (its last logits computed)
+  double first_token_ms = 0;     // the first new token is picked
+  std::vector<double> token_ms;  // when each new token was picked (token_ms[0] = first_token_ms)
+  int64_t prompt_tokens = 0;
+  int64_t prefill_steps = 0;  // chunks
+  int64_t decode_steps = 0;   // one-token steps
+  // New tokens after the first per second of decoding: (n - 1) / (token_ms[n-1] - token_ms[0]);
+  // 0 with fewer than 2 tokens.
+  double decode_tokens_per_s() const;
+};
+
+// Picks the next token from the last position's logits (f32 [vocab]): the seam for a sampler
+// (runtime/sampler, chat templates and constrained decoding plug in here). `ctx` is the caller's.
+using PickToken = int32_t (*)(std::span<const float> logits, void* ctx);
+// Greedy: the largest logit, the lowest id among equal ones (llama.cpp's greedy sampler).
+int32_t greedy_token(std::span<const float> logits, void* ctx);
+
+struct GenerateRequest {
+  int32_t seq = 0;                  // the cache's sequence id; the prompt continues its tokens
+  std::span<const int32_t> prompt;  // at least one token
+  int64_t max_tokens = 16;          // >= 1
+  std::span<const int32_t> stop;    // ids that end generation (included in the output)
+  PickToken pick = greedy_token;
+  void* pick_ctx = nullptr;
+};
+
+// `base` (backends, threads, kernels) with the bucket bounds of a runner: "seq" planned at 1
+// (decode) and `chunk` (prefill), "cells" fixed at `cells` (the cache this session binds), and
+// "batch" at 1. kInvalidArgument when the graph lacks a symbol or a value is outside its bounds.
+Result<SessionOptions> decoder_session_options(const SessionOptions& base, const ir::Graph& g,
+                                               int64_t chunk, int64_t cells);
+
+class DecoderRunner {
+ public:
+  // Bytes of the logits region for `chunk` tokens: chunk x vocab f32 (64-byte multiple).
+  static Result<uint64_t> logits_bytes(const ir::Graph& g, int64_t chunk);
+
+  // Prepare phase, after session.bind_memory: checks the graph contract, binds the cache's states
+  // to the session (Session::bind_states), takes `logits` (>= logits_bytes(chunk), 64-byte
+  // aligned) and the prefill chunk (1 .. the session's "seq" max). `load_start` is when the caller
+  // began loading the model: Stats::load_ms is measured from it to the end of create.
+  // kInvalidArgument naming what does not fit.
+  static Result<std::unique_ptr<DecoderRunner>> create(Session& session, KvCache& cache,
+                                                       MemoryRegion logits, int64_t chunk,
+                                                       SteadyClock::time_point load_start = {});
+
+  int64_t vocab() const { return vocab_; }
+  int64_t chunk() const { return chunk_; }
+  double load_ms() const { return load_ms_; }
+
+  // One step: appends `ids` (1 .. chunk tokens) to sequence `seq` of the cache and runs them.
+  // Errors: kInvalidArgument for a bad count; kResourceExhausted ("KV cache full") from the cache;
+  // execute errors (kIndexOutOfRange for an id outside the vocabulary). On failure the step's
+  // cells are freed again (the sequence is as before). Allocates nothing.
+  Status step(int32_t seq, std::span<const int32_t> ids);
+  // f32 [n, vocab]: the logits of the last successful step's n tokens (row i after token i).
+  std::span<const float> logits() const { return {logits_, static_cast<size_t>(rows_ * vocab_)}; }
+  // f32 [vocab]: the last token's row (empty before the first step).
+  std::span<const float> last_logits() const {
+    if (rows_ == 0) return {};
+    return {logits_ + (rows_ - 1) * vocab_, static_cast<size_t>(vocab_)};
+  }
+
+  // Steps of at most chunk tokens over `ids` (non-empty); last_logits() then holds the last
+  // token's. On failure the sequence keeps the chunks that ran.
+  Status prefill(int32_t seq, std::span<const int32_t> ids);
+
+  // Prefill the prompt, then pick and decode until max_tokens new tokens or a stop id: `out`
+  // receives the new ids (cleared first), `stats` (nullable) the timings. The last new token is
+  // not run (nothing reads its logits). kInvalidArgument for an empty prompt or max_tokens < 1,
+  // a picked id outside [0, vocab); step errors.
+  Status generate(const GenerateRequest& req, std::vector<int32_t>* out, DecoderStats* stats);
+
+  DecoderRunner(const DecoderRunner&) = delete;
+  DecoderRunner& operator=(const DecoderRunner&) = delete;
+
+ private:
+  DecoderRunner() = default;
+
+  Session* session_ = nullptr;
+  KvCache* cache_ = nullptr;
+  float* logits_ = nullptr;
+  int64_t vocab_ = 0, chunk_ = 0, rows_ = 0;
+  double load_ms_ = 0;
+  int sym_batch_ = -1, sym_seq_ = -1, sym_cells_ = -1;
+  std::vector<int64_t> symbols_;     // per graph symbol, reused by every step
+  std::vector<const void*> inputs_;  // per graph input
+  std::vector<int32_t> ids_, positions_, seq_ids_, cells_;  // [chunk] each
+};
+
+}  // namespace laya::runtime

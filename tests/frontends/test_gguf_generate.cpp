@@ -1,0 +1,384 @@
+// Generation over the KV cache (runtime/decoder.h) with the cached graph frontends/gguf_decoder
+// builds: on the tiny F32 llama / qwen2 GGUFs it equals the full-sequence graph run again for
+// every token (recompute), token for token and logit for logit, with prefill chunks shorter than
+// the prompt; on the real SmolLM2 Q4_1 file our tokenizer gives llama.cpp's prompt ids and greedy
+// generation follows llama.cpp's own (tests/fixtures/gguf/smollm2-llamacpp-greedy.json,
+// tools/reference/make_smollm2_greedy.py).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "frontends/gguf_decoder.h"
+#include "frontends/gguf_tokenizer.h"
+#include "runtime/decoder.h"
+#include "runtime/json.h"
+#include "runtime/kv_cache.h"
+#include "runtime/session.h"
+#include "tests/ir/ir_test_util.h"
+
+using namespace laya;
+using namespace laya::frontends::gguf;
+
+namespace {
+
+std::string fixtures_dir() {
+  const char* dir = std::getenv("LAYA_FIXTURES");
+  REQUIRE(dir != nullptr);
+  return std::string(dir) + "/gguf/";
+}
+
+std::shared_ptr<const File> open_file(const std::string& path) {
+  Result<File> f = File::open(path);
+  REQUIRE_MESSAGE(f.is_ok(), f.status().to_string());
+  return std::make_shared<const File>(std::move(f).value());
+}
+
+runtime::SessionOptions cpu_options(const std::string& kernels, int threads) {
+  runtime::SessionOptions so;
+  so.backend.n_threads = threads;
+  hal::BackendOptions cpu = so.backend;
+  cpu.settings = {{"kernels", kernels}};
+  so.backend_options = {{"cpu", cpu}};
+  return so;
+}
+
+// The full-sequence graph, run on the whole sequence for every new token.
+struct Recompute {
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionBuffers buffers;
+  int64_t vocab = 0;
+
+  Recompute(std::shared_ptr<const File> f, const std::string& kernels, int64_t max_seq) {
+    DecoderGraphOptions o;
+    o.max_seq = max_seq;
+    Result<ir::Graph> g = build_decoder_graph(f, o);
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    vocab = g->values[g->outputs[0]].shape.dims[2].c;
+    auto s = runtime::Session::prepare(*g, cpu_options(kernels, 1));
+    REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+    session = std::move(s).value();
+    auto buf = runtime::session_buffers_alloc(*session);
+    REQUIRE(buf.is_ok());
+    buffers = std::move(buf).value();
+    REQUIRE(session
+                ->bind_memory(buffers.persistent.region(), buffers.activations.region(),
+                              buffers.scratch.region())
+                .is_ok());
+  }
+  // Logits f32 [n, vocab] of one sequence at positions 0..n-1.
+  std::vector<float> run(const std::vector<int32_t>& ids) {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    const int64_t sym[2] = {1, n};
+    REQUIRE(session->reshape(sym).is_ok());
+    std::vector<int32_t> pos(ids.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
+    std::vector<float> logits(static_cast<size_t>(n * vocab));
+    const void* in[2] = {ids.data(), pos.data()};
+    void* out[1] = {logits.data()};
+    const Status st = session->execute(in, out);
+    REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+    return logits;
+  }
+  // Greedy generation by recompute: `n` new tokens after `prompt`.
+  std::vector<int32_t> generate(std::vector<int32_t> seq, int64_t n) {
+    std::vector<int32_t> out;
+    for (int64_t t = 0; t < n; ++t) {
+      const std::vector<float> l = run(seq);
+      const float* last = l.data() + (static_cast<int64_t>(seq.size()) - 1) * vocab;
+      out.push_back(runtime::greedy_token({last, static_cast<size_t>(vocab)}, nullptr));
+      seq.push_back(out.back());
+    }
+    return out;
+  }
+};
+
+// The cached graph with one session (prefill chunk and decode buckets), a cache and a runner.
+struct Cached {
+  ir::Graph graph;
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionBuffers buffers;
+  runtime::RegionBuffer kv_memory, logits_memory;
+  std::unique_ptr<runtime::KvCache> cache;
+  std::unique_ptr<runtime::DecoderRunner> runner;
+
+  Cached(std::shared_ptr<const File> f, const std::string& kernels, int threads, int64_t chunk,
+         int64_t cells) {
+    CachedDecoderGraphOptions o;
+    o.max_seq = chunk;
+    o.max_cells = cells;
+    Result<ir::Graph> g = build_cached_decoder_graph(f, o);
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    graph = std::move(g).value();
+    auto so = runtime::decoder_session_options(cpu_options(kernels, threads), graph, chunk, cells);
+    REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
+    auto s = runtime::Session::prepare(graph, *so);
+    REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+    session = std::move(s).value();
+    CHECK(session->buckets().size() == (chunk > 1 ? 2u : 1u));  // decode and prefill plans
+    auto buf = runtime::session_buffers_alloc(*session);
+    REQUIRE(buf.is_ok());
+    buffers = std::move(buf).value();
+    REQUIRE(session
+                ->bind_memory(buffers.persistent.region(), buffers.activations.region(),
+                              buffers.scratch.region())
+                .is_ok());
+    auto layout = runtime::kv_cache_layout(graph);
+    REQUIRE_MESSAGE(layout.is_ok(), layout.status().to_string());
+    auto kv = runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(*layout, cells),
+                                           runtime::kRegionAlign, false);
+    REQUIRE(kv.is_ok());
+    kv_memory = std::move(kv).value();
+    auto c = runtime::KvCache::create(*layout, cells, 2, kv_memory.region());
+    REQUIRE_MESSAGE(c.is_ok(), c.status().to_string());
+    cache = std::move(c).value();
+    auto lb = runtime::DecoderRunner::logits_bytes(graph, chunk);
+    REQUIRE(lb.is_ok());
+    auto lm = runtime::RegionBuffer::alloc(*lb, runtime::kRegionAlign, false);
+    REQUIRE(lm.is_ok());
+    logits_memory = std::move(lm).value();
+    auto r = runtime::DecoderRunner::create(*session, *cache, logits_memory.region(), chunk);
+    REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+    runner = std::move(r).value();
+  }
+};
+
+// max |a - b| relative to the largest |b| (at least 1).
+double rel_error(const float* a, const float* b, int64_t n) {
+  double err = 0, scale = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    err = std::max(err, std::fabs(double{a[i]} - double{b[i]}));
+    scale = std::max(scale, std::fabs(double{b[i]}));
+  }
+  return err / scale;
+}
+
+std::vector<int32_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> v(n);
+  for (int32_t& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("generate over the KV cache equals recompute on the tiny llama and qwen2 GGUFs") {
+  for (const char* name : {"tiny-llama.gguf", "tiny-qwen2.gguf"})
+    for (const char* kernels : {"ref", "auto"})
+      for (int threads : {1, 2}) {
+        CAPTURE(std::string(name));
+        CAPTURE(std::string(kernels));
+        CAPTURE(threads);
+        const auto f = open_file(fixtures_dir() + name);
+        const int64_t kChunk = 5, kCells = 48, kNew = 24;
+        Recompute full(f, kernels, 64);
+        Cached c(f, kernels, threads, kChunk, kCells);
+        REQUIRE(c.runner->vocab() == full.vocab);
+        const int64_t V = full.vocab;
+        // Reference kernels sum in one order whatever the row count; Highway tiles rows, so a
+        // one-row step and a 12-row forward round differently (f32 weights: ~1e-6).
+        const double tol = std::string(kernels) == "ref" ? 1e-6 : 2e-5;
+        const std::vector<int32_t> prompt = random_ids(12, V, 7);  // chunks of 5, 5, 2
+
+        // Prefill: every row of every chunk equals the full forward's row.
+        const std::vector<float> ref_prompt = full.run(prompt);
+        c.cache->clear();
+        for (size_t at = 0; at < prompt.size(); at += kChunk) {
+          const size_t n = std::min<size_t>(kChunk, prompt.size() - at);
+          REQUIRE(c.runner->step(0, std::span(prompt).subspan(at, n)).is_ok());
+          CHECK(c.session->current_bucket() == 1);  // the prefill plan
+          for (size_t i = 0; i < n; ++i)
+            CHECK(rel_error(c.runner->logits().data() + i * V, ref_prompt.data() + (at + i) * V,
+                            V) <= tol);
+        }
+        // Decode: each step's logits equal the recompute's last row.
+        std::vector<int32_t> seq = prompt;
+        for (int64_t t = 0; t < 8; ++t) {
+          CAPTURE(t);
+          const int32_t next = runtime::greedy_token(c.runner->last_logits(), nullptr);
+          seq.push_back(next);
+          REQUIRE(c.runner->step(0, std::span(&seq.back(), 1)).is_ok());
+          CHECK(c.session->current_bucket() == 0);  // the decode plan
+          const std::vector<float> ref = full.run(seq);
+          CHECK(rel_error(c.runner->last_logits().data(), ref.data() + (seq.size() - 1) * V, V) <=
+                tol);
+        }
+
+        // generate(): the recompute path's greedy tokens, token for token.
+        const std::vector<int32_t> want = full.generate(prompt, kNew);
+        c.cache->clear();
+        std::vector<int32_t> got;
+        runtime::DecoderStats stats;
+        runtime::GenerateRequest req;
+        req.prompt = prompt;
+        req.max_tokens = kNew;
+        Status st = c.runner->generate(req, &got, &stats);
+        REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+        CHECK(got == want);
+        CHECK(c.cache->seq_length(0) == static_cast<int64_t>(prompt.size()) + kNew - 1);
+        CHECK(stats.prompt_tokens == 12);
+        CHECK(stats.prefill_steps == 3);
+        CHECK(stats.decode_steps == kNew - 1);
+        REQUIRE(stats.token_ms.size() == static_cast<size_t>(kNew));
+        CHECK(stats.first_token_ms == stats.token_ms[0]);
+        CHECK(stats.prefill_end_ms <= stats.first_token_ms);
+        CHECK(std::is_sorted(stats.token_ms.begin(), stats.token_ms.end()));
+
+        // A stop id ends generation after it; a second sequence in the same cache continues its
+        // own tokens only.
+        const int32_t stop_id = want[5];
+        const size_t stop_at =
+            static_cast<size_t>(std::find(want.begin(), want.end(), stop_id) - want.begin());
+        c.cache->clear();
+        req.stop = std::span(&stop_id, 1);
+        REQUIRE(c.runner->generate(req, &got, nullptr).is_ok());
+        CHECK(got == std::vector<int32_t>(want.begin(), want.begin() + stop_at + 1));
+        req.stop = {};
+        req.seq = 1;
+        req.max_tokens = 6;
+        REQUIRE(c.runner->generate(req, &got, nullptr).is_ok());
+        CHECK(got == std::vector<int32_t>(want.begin(), want.begin() + 6));
+      }
+}
+
+TEST_CASE("decoder runner: argument errors, a full cache, an id outside the vocabulary") {
+  const auto f = open_file(fixtures_dir() + "tiny-llama.gguf");
+  Cached c(f, "auto", 1, 4, 16);
+  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+  CHECK_STATUS(c.runner->step(0, five), StatusCode::kInvalidArgument, "1 to 4 tokens, got 5");
+  CHECK_STATUS(c.runner->prefill(0, {}), StatusCode::kInvalidArgument, "no tokens");
+  runtime::GenerateRequest req;
+  std::vector<int32_t> out;
+  CHECK_STATUS(c.runner->generate(req, &out, nullptr), StatusCode::kInvalidArgument, "empty");
+  req.prompt = five;
+  req.max_tokens = 0;
+  CHECK_STATUS(c.runner->generate(req, &out, nullptr), StatusCode::kInvalidArgument, "max_tokens");
+  // 5 prompt tokens + 12 new need 16 cells: fits; 13 new do not.
+  req.max_tokens = 12;
+  c.cache->clear();
+  REQUIRE(c.runner->generate(req, &out, nullptr).is_ok());
+  CHECK(c.cache->n_free() == 0);
+  req.max_tokens = 13;
+  c.cache->clear();
+  CHECK_STATUS(c.runner->generate(req, &out, nullptr), StatusCode::kResourceExhausted,
+               "KV cache full");
+  CHECK(c.cache->seq_length(0) == 16);  // the failed alloc changed nothing
+  // A failing execute leaves the sequence as it was.
+  c.cache->clear();
+  REQUIRE(c.runner->prefill(0, five).is_ok());
+  const std::vector<int32_t> bad = {1, 300};  // the vocabulary is 300
+  CHECK_STATUS(c.runner->step(0, bad), StatusCode::kIndexOutOfRange, "300");
+  CHECK(c.cache->seq_length(0) == 5);
+  CHECK(c.cache->n_free() == 11);
+  // Bad create arguments.
+  runtime::MemoryRegion small{c.logits_memory.data(), 64};
+  CHECK_STATUS(runtime::DecoderRunner::create(*c.session, *c.cache, small, 4).status(),
+               StatusCode::kInvalidArgument, "logits region");
+  CHECK_STATUS(
+      runtime::DecoderRunner::create(*c.session, *c.cache, c.logits_memory.region(), 5).status(),
+      StatusCode::kInvalidArgument, "chunk 5", "[1, 4]");
+  Recompute full(f, "auto", 8);
+  CHECK_STATUS(
+      runtime::DecoderRunner::create(*full.session, *c.cache, c.logits_memory.region(), 4).status(),
+      StatusCode::kInvalidArgument, "symbols batch, seq and cells");
+}
+
+// ---- the real SmolLM2 GGUF against llama.cpp's greedy generation ------------------------------
+
+namespace {
+
+std::string smollm2_path() {
+  if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
+  const char* cache = std::getenv("LAYA_MODEL_CACHE");
+  const char* home = std::getenv("HOME");
+  return (cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/laya-models") +
+         "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+std::vector<int32_t> int_list(const json::Value& v) {
+  std::vector<int32_t> out;
+  for (const json::Value& x : v.items()) out.push_back(static_cast<int32_t>(*x.as_int64()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("SmolLM2 Q4_1: our tokenizer and cached greedy generation follow llama.cpp's") {
+  const std::string path = smollm2_path();
+  if (std::FILE* probe = std::fopen(path.c_str(), "rb")) {
+    std::fclose(probe);
+  } else {
+    MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
+    return;
+  }
+  std::string text;
+  {
+    std::FILE* fx = std::fopen((fixtures_dir() + "smollm2-llamacpp-greedy.json").c_str(), "rb");
+    REQUIRE(fx != nullptr);
+    char buf[4096];
+    for (size_t got; (got = std::fread(buf, 1, sizeof buf, fx)) > 0;) text.append(buf, got);
+    std::fclose(fx);
+  }
+  Result<json::Value> doc = json::parse(text);
+  REQUIRE_MESSAGE(doc.is_ok(), doc.status().to_string());
+  const auto f = open_file(path);
+  auto tokenizer = gguf_tokenizer(*f);
+  REQUIRE_MESSAGE(tokenizer.is_ok(), tokenizer.status().to_string());
+  Cached c(f, "auto", 1, 32, 128);
+  tok::EncodeOptions eo;
+  eo.add_special_tokens = true;  // BOS per add_bos_token, as llama.cpp's tokenize(add_bos=True)
+  int steps = 0, agree = 0, forced_agree = 0;
+  for (const json::Value& p : doc->find("prompts")->items()) {
+    const std::vector<int32_t> want_prompt = int_list(*p.find("prompt_ids"));
+    const std::vector<int32_t> want = int_list(*p.find("greedy_ids"));
+    std::vector<double> margins;
+    for (const json::Value& m : p.find("margins")->items()) margins.push_back(m.as_double());
+    std::vector<int32_t> prompt;
+    REQUIRE((*tokenizer)->encode(p.find("text")->as_string(), eo, &prompt).is_ok());
+    CHECK(prompt == want_prompt);
+    c.cache->clear();
+    runtime::GenerateRequest req;
+    req.prompt = want_prompt;
+    req.max_tokens = static_cast<int64_t>(want.size());
+    std::vector<int32_t> got;
+    const Status st = c.runner->generate(req, &got, nullptr);
+    REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+    REQUIRE(got.size() == want.size());
+    // Token for token up to the first difference; a difference is only allowed where llama.cpp's
+    // own top-2 margin is within the known noise of the two implementations (8-bit activation
+    // rounding: logit differences up to ~1, tests/fixtures/gguf/README.md), and the texts part
+    // there (each continues its own token).
+    size_t i = 0;
+    while (i < want.size() && got[i] == want[i]) ++i;
+    INFO("prompt " << want_prompt.size() << " tokens: the same " << i << " of " << want.size());
+    if (i < want.size()) CHECK(margins[i] < 1.0);
+    steps += static_cast<int>(want.size());
+    agree += static_cast<int>(i);
+    // Teacher forced along llama.cpp's tokens (one decode step each): every top-1 is llama.cpp's
+    // unless its margin is within the noise.
+    c.cache->clear();
+    REQUIRE(c.runner->prefill(0, want_prompt).is_ok());
+    for (size_t t = 0; t < want.size(); ++t) {
+      const int32_t top = runtime::greedy_token(c.runner->last_logits(), nullptr);
+      if (top == want[t]) {
+        ++forced_agree;
+      } else {
+        CAPTURE(t);
+        CHECK(margins[t] < 1.0);
+      }
+      REQUIRE(c.runner->step(0, std::span(&want[t], 1)).is_ok());
+    }
+  }
+  MESSAGE("free-running greedy tokens identical to llama.cpp's before any divergence: "
+          << agree << " / " << steps << "; teacher forced top-1 = llama.cpp's: " << forced_agree
+          << " / " << steps);
+  CHECK(forced_agree >= steps * 9 / 10);
+}

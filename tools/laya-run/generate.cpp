@@ -1,0 +1,411 @@
+// laya-run generate / score: a decoder (a GGUF file, or a .laya decoder over a KV cache) run by
+// runtime/decoder.h: the prompt prefilled in chunks, then one decode step per new token.
+//
+//   laya-run generate --model M (--prompt TEXT | --ids 1,2,3) [--max-tokens N] [--json]
+//   laya-run score --model M --ids-file F.json [--top K]
+//
+// Exit codes: 0 success, 1 the model, a file or the runtime failed (message on stderr), 2 bad
+// arguments.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontends/gguf.h"
+#include "frontends/gguf_decoder.h"
+#include "frontends/gguf_tokenizer.h"
+#include "ir/model_file.h"
+#include "kernels/kernels.h"
+#include "runtime/decoder.h"
+#include "runtime/json.h"
+#include "runtime/kv_cache.h"
+#include "runtime/session.h"
+#include "runtime/tokenizer/tokenizer.h"
+#include "tools/cli.h"
+#include "tools/laya-run/commands.h"
+
+namespace laya::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kGenerateUsage =
+    "usage: laya-run generate --model M.gguf|M.laya (--prompt TEXT | --ids ID,ID,...) [options]\n"
+    "\n"
+    "Greedy generation from a decoder over a KV cache: a GGUF file (llama / qwen2, imported as it\n"
+    "is read) or a .laya decoder graph with a KV cache (states). The prompt is prefilled in "
+    "chunks,\n"
+    "then every new token is one decode step. Stops after --max-tokens or at the GGUF's\n"
+    "end-of-sequence id (included in ids).\n"
+    "\n"
+    "  --model M        a .gguf file or a .laya decoder\n"
+    "  --prompt TEXT    raw text (not empty), tokenized as llama.cpp does (BOS per\n"
+    "                   add_bos_token; GGUF only)\n"
+    "  --ids ID,ID,...  the prompt as token ids\n"
+    "  --max-tokens N   tokens to generate, 1..1000000 (default 16)\n"
+    "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
+    "  --json           print {\"prompt_ids\": [...], \"ids\": [...], \"text\": \"...\",\n"
+    "                   \"timings\": {...}} (text: the new ids decoded, special tokens\n"
+    "                   skipped; \"\" without a tokenizer)\n"
+    "  --threads N      CPU threads, 0..1024 (default 0: all cores)\n"
+    "  --kernels K      auto | ref | a Highway target name (default auto)\n"
+    "  --backends A,B   backends in order of preference (default: cpu)\n";
+
+constexpr const char* kScoreUsage =
+    "usage: laya-run score --model M.gguf|M.laya --ids-file F.json [options]\n"
+    "\n"
+    "Teacher forcing: F holds {\"ids\": [...]}; the ids are prefilled (in chunks) and after each\n"
+    "prefix the model's top-K next-token predictions are printed as one line of JSON:\n"
+    "{\"positions\": [{\"top_ids\": [...], \"top_logits\": [...]}, ...]} (one per id; logits\n"
+    "descending, the lower id first on ties).\n"
+    "\n"
+    "  --model M        a .gguf file or a .laya decoder\n"
+    "  --ids-file F     the JSON file (\"-\": stdin)\n"
+    "  --top K          predictions per position, 1..1000 (default 5)\n"
+    "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
+    "  --threads N      CPU threads, 0..1024 (default 0: all cores)\n"
+    "  --kernels K      auto | ref | a Highway target name (default auto)\n"
+    "  --backends A,B   backends in order of preference (default: cpu)\n";
+
+int usage_error(const std::string& msg, const char* usage) {
+  std::fprintf(stderr, "laya-run: %s\n\n%s", msg.c_str(), usage);
+  return 2;
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "laya-run: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+// The options generate and score share.
+struct DecoderOptions {
+  bool help = false;
+  std::string model, kernels = "auto", backends = "cpu";
+  int64_t threads = 0, chunk = 128;
+
+  void declare(ArgParser& p) {
+    p.flag("help", &help);
+    p.text("model", &model);
+    p.choice("kernels", kernels::kernel_table_names(), &kernels);
+    p.text("backends", &backends);
+    p.integer("threads", 0, 1024, &threads);
+    p.integer("chunk", 1, 4096, &chunk);
+  }
+  std::string session_options(runtime::SessionOptions* so) const {
+    std::string err;
+    so->backends.clear();
+    if (!split_list(backends, "--backends", &so->backends, &err)) return err;
+    so->backend.n_threads = static_cast<int>(threads);
+    hal::BackendOptions cpu;
+    cpu.n_threads = static_cast<int>(threads);
+    cpu.settings = {{"kernels", kernels}};
+    so->backend_options.emplace_back("cpu", cpu);
+    return "";
+  }
+};
+
+// "1,2,2,3" -> token ids (repeats allowed). False with `*err` on an empty list or an item that is
+// not an id in [0, INT32_MAX].
+bool parse_ids(const std::string& text, std::vector<int32_t>* out, std::string* err) {
+  out->clear();
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    int64_t v = 0;
+    if (!parse_integer(std::string_view(text).substr(start, comma - start), 0, INT32_MAX,
+                       "--ids item", &v, err))
+      return false;
+    out->push_back(static_cast<int32_t>(v));
+    start = comma + 1;
+  }
+  return true;
+}
+
+// A decoder opened for the runner: the GGUF file and its tokenizer, or a .laya graph.
+struct Decoder {
+  std::string path;
+  std::shared_ptr<const frontends::gguf::File> gguf;  // null for .laya
+  std::unique_ptr<tok::Tokenizer> tokenizer;          // null when the model has none
+  int32_t eos = -1;
+  ir::Graph graph;  // .laya: loaded by open; GGUF: built by start
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionBuffers buffers;
+  runtime::RegionBuffer kv_memory, logits_memory;
+  std::unique_ptr<runtime::KvCache> cache;
+  std::unique_ptr<runtime::DecoderRunner> runner;
+
+  bool is_gguf() const { return gguf != nullptr; }
+
+  Status open(const std::string& p) {
+    path = p;
+    if (p.size() < 5 || p.compare(p.size() - 5, 5, ".gguf") != 0) {
+      LAYA_ASSIGN_OR_RETURN(graph, ir::model_load(p));
+      if (graph.states.empty())
+        return Status(StatusCode::kInvalidArgument,
+                      p + " is not a decoder over a KV cache (it has no state values)");
+      return Status::ok();
+    }
+    LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(p));
+    gguf = std::make_shared<const frontends::gguf::File>(std::move(f));
+    if (Result<int64_t> e = gguf->get_int("tokenizer.ggml.eos_token_id"); e.is_ok())
+      eos = static_cast<int32_t>(*e);
+    if (gguf->find("tokenizer.ggml.model") != nullptr) {
+      LAYA_ASSIGN_OR_RETURN(tokenizer, frontends::gguf::gguf_tokenizer(*gguf));
+    }
+    return Status::ok();
+  }
+
+  // Builds (GGUF) and prepares the graph for `tokens` tokens in the cache and prefill chunks of
+  // up to `chunk`, binds memory and creates the runner. kOutOfRange when `tokens` exceeds the
+  // model's context (GGUF) or the graph's cells (.laya).
+  Status start(const runtime::SessionOptions& base, int64_t chunk, int64_t tokens,
+               Clock::time_point load_start) {
+    if (is_gguf()) {
+      LAYA_ASSIGN_OR_RETURN(frontends::gguf::DecoderParams p,
+                            frontends::gguf::decoder_params(*gguf));
+      if (tokens > p.context_length)
+        return status_error(StatusCode::kOutOfRange,
+                            "%lld tokens (prompt and new ones) exceed %s's context of %lld",
+                            static_cast<long long>(tokens), path.c_str(),
+                            static_cast<long long>(p.context_length));
+      frontends::gguf::CachedDecoderGraphOptions o;
+      o.max_seq = std::min(chunk, tokens);
+      o.max_cells = tokens;
+      LAYA_ASSIGN_OR_RETURN(graph, frontends::gguf::build_cached_decoder_graph(gguf, o));
+    }
+    const int seq_sym = graph.find_symbol("seq");
+    const int cells_sym = graph.find_symbol("cells");
+    if (seq_sym < 0 || cells_sym < 0)
+      return Status(StatusCode::kInvalidArgument,
+                    path + " is not a KV-cached decoder graph (symbols seq and cells)");
+    const ir::Symbol& cs = graph.symbols[static_cast<size_t>(cells_sym)];
+    if (tokens > cs.max)
+      return status_error(StatusCode::kOutOfRange,
+                          "%lld tokens (prompt and new ones) exceed %s's KV cache of %lld cells",
+                          static_cast<long long>(tokens), path.c_str(),
+                          static_cast<long long>(cs.max));
+    const int64_t cells = std::max(tokens, cs.min);
+    chunk = std::min({chunk, tokens, graph.symbols[static_cast<size_t>(seq_sym)].max});
+    LAYA_ASSIGN_OR_RETURN(runtime::SessionOptions so,
+                          runtime::decoder_session_options(base, graph, chunk, cells));
+    LAYA_ASSIGN_OR_RETURN(session, runtime::Session::prepare(graph, so));
+    LAYA_ASSIGN_OR_RETURN(buffers, runtime::session_buffers_alloc(*session));
+    LAYA_RETURN_IF_ERROR(session->bind_memory(
+        buffers.persistent.region(), buffers.activations.region(), buffers.scratch.region()));
+    LAYA_ASSIGN_OR_RETURN(runtime::KvCacheLayout layout, runtime::kv_cache_layout(graph));
+    LAYA_ASSIGN_OR_RETURN(
+        kv_memory, runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(layout, cells),
+                                                runtime::kRegionAlign, true));
+    LAYA_ASSIGN_OR_RETURN(cache, runtime::KvCache::create(layout, cells, 1, kv_memory.region()));
+    LAYA_ASSIGN_OR_RETURN(uint64_t lb, runtime::DecoderRunner::logits_bytes(graph, chunk));
+    LAYA_ASSIGN_OR_RETURN(logits_memory,
+                          runtime::RegionBuffer::alloc(lb, runtime::kRegionAlign, false));
+    LAYA_ASSIGN_OR_RETURN(runner, runtime::DecoderRunner::create(
+                                      *session, *cache, logits_memory.region(), chunk, load_start));
+    return Status::ok();
+  }
+};
+
+std::string id_list(const std::vector<int32_t>& v) {
+  std::string out;
+  for (int32_t x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  return out;
+}
+
+json::Value json_ids(const std::vector<int32_t>& v) {
+  json::Value a = json::Value::array();
+  for (int32_t x : v) a.push(json::Value::integer(x));
+  return a;
+}
+
+std::string kernels_label(const std::string& k) {
+  if (k != "auto") return k;
+  return std::string("auto = ") +
+         kernels::kernel_target_name(kernels::kernel_hwy_targets().front());
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+  DecoderOptions common;
+  bool json = false;
+  std::string prompt_text, ids_text;
+  int64_t max_tokens = 16;
+  std::vector<std::string> positional;
+  ArgParser p;
+  common.declare(p);
+  p.text("prompt", &prompt_text);
+  p.text("ids", &ids_text);
+  p.integer("max-tokens", 1, 1000000, &max_tokens);
+  p.flag("json", &json);
+  if (!p.parse(argc, argv, 2, &positional)) return usage_error(p.error(), kGenerateUsage);
+  if (common.help) {
+    std::printf("%s", kGenerateUsage);
+    return 0;
+  }
+  if (!positional.empty())
+    return usage_error("unexpected argument '" + positional[0] + "'", kGenerateUsage);
+  if (common.model.empty())
+    return usage_error("generate needs --model M.gguf|M.laya", kGenerateUsage);
+  const bool has_prompt = !prompt_text.empty();
+  if (has_prompt == !ids_text.empty())
+    return usage_error("generate needs one of --prompt TEXT or --ids ID,ID,...", kGenerateUsage);
+  std::vector<int32_t> prompt;
+  std::string err;
+  if (!has_prompt && !parse_ids(ids_text, &prompt, &err)) return usage_error(err, kGenerateUsage);
+  runtime::SessionOptions so;
+  err = common.session_options(&so);
+  if (!err.empty()) return usage_error(err, kGenerateUsage);
+
+  const Clock::time_point load_start = Clock::now();
+  Decoder d;
+  Status st = d.open(common.model);
+  if (!st.is_ok()) return fail(st);
+  if (has_prompt) {
+    if (d.tokenizer == nullptr)
+      return fail(Status(StatusCode::kInvalidArgument,
+                         common.model + " has no GGUF tokenizer for --prompt; give --ids"));
+    tok::EncodeOptions eo;
+    eo.add_special_tokens = true;  // BOS per add_bos_token, as llama.cpp's tokenize
+    st = d.tokenizer->encode(prompt_text, eo, &prompt);
+    if (!st.is_ok()) return fail(st);
+    if (prompt.empty())
+      return fail(Status(StatusCode::kInvalidArgument, "--prompt gives no tokens"));
+  }
+  // The cache holds the prompt and every new token but the last (nothing reads its logits).
+  const int64_t tokens = static_cast<int64_t>(prompt.size()) + max_tokens - 1;
+  st = d.start(so, common.chunk, tokens, load_start);
+  if (!st.is_ok()) return fail(st);
+
+  std::vector<int32_t> ids;
+  runtime::DecoderStats stats;
+  runtime::GenerateRequest req;
+  req.prompt = prompt;
+  req.max_tokens = max_tokens;
+  if (d.eos >= 0) req.stop = std::span(&d.eos, 1);
+  st = d.runner->generate(req, &ids, &stats);
+  if (!st.is_ok()) return fail(st);
+  std::string text;
+  if (d.tokenizer != nullptr) {
+    st = d.tokenizer->decode(ids, /*skip_special=*/true, &text);
+    if (!st.is_ok()) return fail(st);
+  }
+  const double total_ms = stats.token_ms.back();
+  if (json) {
+    json::Value t = json::Value::object();
+    t.set("load_ms", json::Value::number(stats.load_ms));
+    t.set("prefill_ms", json::Value::number(stats.prefill_end_ms));
+    t.set("first_token_ms", json::Value::number(stats.first_token_ms));
+    t.set("total_ms", json::Value::number(total_ms));
+    t.set("prompt_tokens", json::Value::integer(stats.prompt_tokens));
+    t.set("tokens", json::Value::integer(static_cast<int64_t>(ids.size())));
+    t.set("prefill_chunks", json::Value::integer(stats.prefill_steps));
+    t.set("decode_tokens_per_s", json::Value::number(stats.decode_tokens_per_s()));
+    json::Value out = json::Value::object();
+    out.set("prompt_ids", json_ids(prompt));
+    out.set("ids", json_ids(ids));
+    out.set("text", json::Value::string(text));
+    out.set("timings", std::move(t));
+    print_json(out);
+    return 0;
+  }
+  std::printf("model: %s (load + import + pack %.1f ms; kernels %s)\n", common.model.c_str(),
+              stats.load_ms, kernels_label(common.kernels).c_str());
+  std::printf("prompt ids (%zu): %s\n", prompt.size(), id_list(prompt).c_str());
+  std::printf("generated ids (%zu, greedy): %s\n", ids.size(), id_list(ids).c_str());
+  if (d.tokenizer != nullptr) std::printf("text: %s\n", text.c_str());
+  std::printf(
+      "time: prefill %.1f ms (%lld tokens, %lld chunk(s) of <= %lld), first token %.1f ms, "
+      "%.1f ms in all; decode %.1f tokens/s over %zu step(s)\n",
+      stats.prefill_end_ms, static_cast<long long>(stats.prompt_tokens),
+      static_cast<long long>(stats.prefill_steps), static_cast<long long>(d.runner->chunk()),
+      stats.first_token_ms, total_ms, stats.decode_tokens_per_s(),
+      ids.empty() ? size_t{0} : ids.size() - 1);
+  return 0;
+}
+
+int cmd_score(int argc, char** argv) {
+  DecoderOptions common;
+  std::string ids_file;
+  int64_t top = 5;
+  std::vector<std::string> positional;
+  ArgParser p;
+  common.declare(p);
+  p.text("ids-file", &ids_file);
+  p.integer("top", 1, 1000, &top);
+  if (!p.parse(argc, argv, 2, &positional)) return usage_error(p.error(), kScoreUsage);
+  if (common.help) {
+    std::printf("%s", kScoreUsage);
+    return 0;
+  }
+  if (!positional.empty())
+    return usage_error("unexpected argument '" + positional[0] + "'", kScoreUsage);
+  if (common.model.empty()) return usage_error("score needs --model M.gguf|M.laya", kScoreUsage);
+  if (ids_file.empty()) return usage_error("score needs --ids-file F.json", kScoreUsage);
+  runtime::SessionOptions so;
+  const std::string err = common.session_options(&so);
+  if (!err.empty()) return usage_error(err, kScoreUsage);
+
+  Result<std::string> text = read_request_file(ids_file);
+  if (!text.is_ok()) return fail(text.status());
+  Result<json::Value> doc = json::parse(*text, {}, ids_file);
+  if (!doc.is_ok()) return fail(doc.status());
+  const json::Value* list = doc->find("ids");
+  if (list == nullptr || !list->is_array() || list->items().empty())
+    return fail(Status(StatusCode::kInvalidArgument,
+                       ids_file + ": wants {\"ids\": [...]} with at least one id"));
+  std::vector<int32_t> ids;
+  for (const json::Value& v : list->items()) {
+    const std::optional<int64_t> x = v.is_integer() ? v.as_int64() : std::nullopt;
+    if (!x || *x < 0 || *x > INT32_MAX)
+      return fail(
+          Status(StatusCode::kInvalidArgument,
+                 ids_file + ": ids must be integers in [0, 2147483647], got " + json::dump(v)));
+    ids.push_back(static_cast<int32_t>(*x));
+  }
+
+  Decoder d;
+  Status st = d.open(common.model);
+  if (!st.is_ok()) return fail(st);
+  st = d.start(so, common.chunk, static_cast<int64_t>(ids.size()), Clock::now());
+  if (!st.is_ok()) return fail(st);
+  const int64_t vocab = d.runner->vocab();
+  const int64_t k = std::min<int64_t>(top, vocab);
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  json::Value positions = json::Value::array();
+  const size_t chunk = static_cast<size_t>(d.runner->chunk());
+  for (size_t at = 0; at < ids.size(); at += chunk) {
+    const size_t n = std::min(chunk, ids.size() - at);
+    st = d.runner->step(0, std::span(ids).subspan(at, n));
+    if (!st.is_ok()) return fail(st);
+    for (size_t i = 0; i < n; ++i) {
+      const float* row = d.runner->logits().data() + i * static_cast<size_t>(vocab);
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {
+        return row[a] > row[b] || (row[a] == row[b] && a < b);
+      });
+      json::Value top_ids = json::Value::array(), top_logits = json::Value::array();
+      for (int64_t j = 0; j < k; ++j) {
+        top_ids.push(json::Value::integer(order[static_cast<size_t>(j)]));
+        top_logits.push(json::Value::number(row[order[static_cast<size_t>(j)]]));
+      }
+      json::Value pos = json::Value::object();
+      pos.set("top_ids", std::move(top_ids));
+      pos.set("top_logits", std::move(top_logits));
+      positions.push(std::move(pos));
+    }
+  }
+  json::Value out = json::Value::object();
+  out.set("positions", std::move(positions));
+  print_json(out);
+  return 0;
+}
+
+}  // namespace laya::tools

@@ -1,0 +1,73 @@
+"""Records tests/fixtures/gguf/smollm2-llamacpp-greedy.json: llama.cpp's greedy generation on the
+real SmolLM2 GGUF.
+
+llama-cpp-python (0.3.36, which builds llama.cpp from source), 1 thread, default context parameters
+(F16 K/V cache, flash attention off). Each prompt is tokenized by llama.cpp (add_bos_token from the
+file; special tokens parsed), prefilled in one batch into a fresh KV cache, then decoded one token
+at a time through the cache: the next token is the largest logit (the lowest id on ties), as
+llama.cpp's greedy sampler picks it. tests/frontends/test_gguf_generate.cpp tokenizes the same
+texts with our tokenizer and generates with runtime/decoder.h over our KV cache.
+
+For every step the file also keeps llama.cpp's margin (its largest logit minus the second): where
+that margin is within the two implementations' known logit noise (tests/fixtures/gguf/README.md:
+~1 at worst, from 8-bit activation rounding), the two may legitimately pick different tokens.
+
+JSON: {"generator": ..., "steps": N, "prompts": [{"text": T, "prompt_ids": [...],
+        "greedy_ids": [...], "margins": [...]}]}
+
+Usage: /work/refvenv/bin/python tools/reference/make_smollm2_greedy.py GGUF [OUT]
+"""
+import json
+import sys
+
+import numpy as np
+
+STEPS = 16
+
+PROMPTS = [
+    "The capital of France is",
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    "<|im_end|>\n<|im_start|>user\nThe fan runs at 80% and the room is at 31 C. Should the "
+    "thermostat lower the target temperature?<|im_end|>\n<|im_start|>assistant\n",
+    '{"action": "reduce_load", "target": "cooling_fan", "value": 0.7, "reason": "',
+    "Once upon a time, in a small village at the edge of a great forest, there lived an old "
+    "clockmaker who repaired every clock in the valley. One winter morning, a stranger knocked "
+    "at his door carrying a clock that",
+]
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    path = sys.argv[1]
+    out = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/gguf/smollm2-llamacpp-greedy.json"
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=path, n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1,
+                          n_threads_batch=1, logits_all=True, verbose=False, seed=0)
+    records = []
+    for text in PROMPTS:
+        ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        llm.reset()
+        llm.eval(ids)
+        greedy, margins = [], []
+        for _ in range(STEPS):
+            row = np.array(llm.scores[llm.n_tokens - 1, :], dtype=np.float32)
+            order = np.lexsort((np.arange(row.size), -row))[:2]  # logit desc, then id asc
+            greedy.append(int(order[0]))
+            margins.append(round(float(row[order[0]] - row[order[1]]), 4))
+            llm.eval([int(order[0])])
+        records.append({"text": text, "prompt_ids": [int(i) for i in ids], "greedy_ids": greedy,
+                        "margins": margins})
+        print(f"{len(ids):3d} tokens -> {greedy} "
+              f"({llm.detokenize(greedy).decode('utf-8', 'replace')!r})", file=sys.stderr)
+    doc = {"generator": f"tools/reference/make_smollm2_greedy.py, llama-cpp-python "
+                        f"{llama_cpp.__version__}", "steps": STEPS, "prompts": records}
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    print(f"wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

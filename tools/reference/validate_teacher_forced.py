@@ -1,0 +1,99 @@
+"""Teacher-forced validation of laya-run against llama.cpp on a GGUF decoder (issue 8, Validation).
+
+llama-cpp-python (0.3.36) tokenizes each prompt (add_bos_token from the file, special tokens
+parsed), prefills it into a fresh KV cache and generates STEPS greedy tokens one decode step at a
+time, keeping its top-3 ids at every step. `laya-run score` then runs the prompt plus those tokens
+in one chunked prefill over our KV cache (teacher forcing) and prints its top-1 after each prefix.
+Reported: how often our top-1 is llama.cpp's token, and how often it lies within llama.cpp's top 3.
+Also checks that `laya-run generate --prompt` tokenizes every prompt to llama.cpp's ids.
+
+Not exact math on either side (llama.cpp quantizes activations to 8 bits for quantized dot
+products and keeps K/V in F16; see tests/fixtures/gguf/README.md), so near-ties may flip.
+
+Usage: /work/refvenv/bin/python tools/reference/validate_teacher_forced.py LAYA_RUN GGUF
+           [--steps 64] [--threads 1]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+PROMPTS = [
+    "The capital of France is",
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    "<|im_end|>\n<|im_start|>user\nThe fan runs at 80% and the room is at 31 C. Should the "
+    "thermostat lower the target temperature?<|im_end|>\n<|im_start|>assistant\n",
+    '{"action": "reduce_load", "target": "cooling_fan", "value": 0.7, "reason": "',
+    "Once upon a time, in a small village at the edge of a great forest, there lived an old "
+    "clockmaker who repaired every clock in the valley. One winter morning, a stranger knocked "
+    "at his door carrying a clock that",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Q: What is the boiling point of water at sea level in degrees Celsius?\nA:",
+    "<|im_start|>user\nList three ways to reduce energy use in a factory.<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    "Alarm log 2024-03-02 14:07: pressure sensor P-12 reads 8.4 bar (limit 8.0). Recommended action:",
+    "Translate to French: The door is open and the light is on.\nFrench:",
+    "1, 2, 3, 5, 8, 13, 21,",
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("laya_run")
+    ap.add_argument("gguf")
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=a.gguf, n_ctx=512, n_batch=512, n_ubatch=512,
+                          n_threads=a.threads, n_threads_batch=a.threads, logits_all=True,
+                          verbose=False, seed=0)
+    steps = top1 = top3 = tok_ok = 0
+    for text in PROMPTS:
+        ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        llm.reset()
+        llm.eval(ids)
+        greedy, tops = [], []
+        for _ in range(a.steps):
+            row = np.array(llm.scores[llm.n_tokens - 1, :], dtype=np.float32)
+            order = np.lexsort((np.arange(row.size), -row))[:3]
+            greedy.append(int(order[0]))
+            tops.append([int(x) for x in order])
+            llm.eval([int(order[0])])
+        gen = subprocess.run([a.laya_run, "generate", "--model", a.gguf, "--prompt", text,
+                              "--max-tokens", "1", "--json", "--threads", str(a.threads)],
+                             check=True, capture_output=True, text=True)
+        ours_prompt = json.loads(gen.stdout)["prompt_ids"]
+        tok_ok += ours_prompt == ids
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"ids": ids + greedy[:-1]}, f)
+            path = f.name
+        try:
+            sc = subprocess.run([a.laya_run, "score", "--model", a.gguf, "--ids-file", path,
+                                 "--top", "1", "--threads", str(a.threads)],
+                                check=True, capture_output=True, text=True)
+        finally:
+            os.unlink(path)
+        pos = json.loads(sc.stdout)["positions"]
+        ours = [p["top_ids"][0] for p in pos[len(ids) - 1:]]
+        assert len(ours) == a.steps
+        t1 = sum(o == g for o, g in zip(ours, greedy))
+        t3 = sum(o in t for o, t in zip(ours, tops))
+        steps += a.steps
+        top1 += t1
+        top3 += t3
+        print(f"{len(ids):3d} prompt tokens: top-1 {t1}/{a.steps}, in llama.cpp's top 3 "
+              f"{t3}/{a.steps}, tokenization {'identical' if ours_prompt == ids else 'DIFFERS'}")
+    print(f"all: top-1 = llama.cpp's at {top1}/{steps} steps ({100.0 * top1 / steps:.1f}%), "
+          f"within its top 3 at {top3}/{steps} ({100.0 * top3 / steps:.1f}%); tokenization "
+          f"identical for {tok_ok}/{len(PROMPTS)} prompts (llama-cpp-python "
+          f"{llama_cpp.__version__})")
+
+
+if __name__ == "__main__":
+    main()
