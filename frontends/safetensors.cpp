@@ -345,27 +345,36 @@ Result<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::string& pat
                           "'%s' has neither model.safetensors nor model.safetensors.index.json",
                           path.c_str());
   }
-  SafetensorsCheckpoint ck;
   const bool is_index = file.size() >= 5 && file.compare(file.size() - 5, 5, ".json") == 0;
   if (!is_index) {
+    SafetensorsCheckpoint ck;
     LAYA_ASSIGN_OR_RETURN(std::shared_ptr<SafetensorsFile> f, SafetensorsFile::open(file));
     ck.files_.push_back(std::move(f));
     ck.paths_.push_back(file);
     return ck;
   }
 
-  const char* ip = file.c_str();
   LAYA_ASSIGN_OR_RETURN(std::string text, read_text(file));
-  Result<json::Value> parsed = json::parse(text, {}, "safetensors index");
+  const std::string dir = file.find('/') == std::string::npos
+                              ? std::string(".")
+                              : file.substr(0, file.find_last_of('/'));
+  return from_index(text, file, [&](const std::string& shard) {
+    return SafetensorsFile::open(join(dir, shard));
+  });
+}
+
+Result<SafetensorsCheckpoint> SafetensorsCheckpoint::from_index(std::string_view index_json,
+                                                                const std::string& index_name,
+                                                                const ShardOpener& open_shard) {
+  SafetensorsCheckpoint ck;
+  const char* ip = index_name.c_str();
+  Result<json::Value> parsed = json::parse(index_json, {}, "safetensors index");
   if (!parsed.is_ok())
     return status_error(StatusCode::kFileCorrupt, "'%s': %s", ip, parsed.status().message());
   const json::Value* map = parsed->find("weight_map");
   if (map == nullptr || !map->is_object())
     return status_error(StatusCode::kFileCorrupt, "'%s': no \"weight_map\" object", ip);
-  const std::string dir = file.find('/') == std::string::npos
-                              ? std::string(".")
-                              : file.substr(0, file.find_last_of('/'));
-  ck.paths_.push_back(file);
+  ck.paths_.push_back(index_name);
   std::unordered_map<std::string, size_t> shard_index;  // shard name -> files_ index
   std::unordered_map<std::string, size_t> listed;       // tensor -> files_ index
   for (const json::Member& m : map->members()) {
@@ -379,11 +388,10 @@ Result<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::string& pat
                           shard.c_str(), m.key.c_str());
     auto it = shard_index.find(shard);
     if (it == shard_index.end()) {
-      const std::string sp = join(dir, shard);
-      LAYA_ASSIGN_OR_RETURN(std::shared_ptr<SafetensorsFile> f, SafetensorsFile::open(sp));
+      LAYA_ASSIGN_OR_RETURN(std::shared_ptr<SafetensorsFile> f, open_shard(shard));
       it = shard_index.emplace(shard, ck.files_.size()).first;
+      ck.paths_.push_back(f->path());
       ck.files_.push_back(std::move(f));
-      ck.paths_.push_back(sp);
     }
     listed[m.key] = it->second;
   }

@@ -35,8 +35,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -117,6 +119,17 @@ class SafetensorsCheckpoint {
   // `path` is a .safetensors file, an index .json, or a directory holding
   // `model.safetensors.index.json` (preferred when both exist) or `model.safetensors`.
   static Result<SafetensorsCheckpoint> open(const std::string& path);
+
+  // Opens the shard a weight_map names (a plain file name, already checked); returns a non-null
+  // file or the error.
+  using ShardOpener = std::function<Result<std::shared_ptr<SafetensorsFile>>(const std::string&)>;
+  // The index form of open() over the index's text: `index_name` names it in messages and is the
+  // first source path; each distinct shard is opened once, in weight_map order, through
+  // `open_shard` (open() maps `<index dir>/<shard>`; the fuzzer and tests parse bytes). Every
+  // check of the list above applies.
+  static Result<SafetensorsCheckpoint> from_index(std::string_view index_json,
+                                                  const std::string& index_name,
+                                                  const ShardOpener& open_shard);
 
   // The tensor named `name` and the file holding it; null when absent.
   const StTensor* find(const std::string& name,

@@ -257,3 +257,31 @@ TEST_CASE("safetensors: checkpoints, single and sharded") {
   test::TempDir none;
   CHECK_STATUS(SafetensorsCheckpoint::open(none.path).status(), StatusCode::kIoError, "neither");
 }
+
+TEST_CASE("safetensors: from_index opens each shard once, through the caller's opener") {
+  // The same checks as open() on a directory, over images in memory (what fuzz_safetensors does).
+  const auto shard1 = test::st_image(
+      {{"a", "F32", {1}, test::f32_bytes({1})}, {"b", "F32", {1}, test::f32_bytes({2})}});
+  const auto shard2 = test::st_image({{"c", "F32", {1}, test::f32_bytes({3})}});
+  std::vector<std::string> asked;
+  auto opener = [&](const std::string& shard) -> Result<std::shared_ptr<SafetensorsFile>> {
+    asked.push_back(shard);
+    if (shard == "one.safetensors") return parse_image(shard1);
+    if (shard == "two.safetensors") return parse_image(shard2);
+    return Status(StatusCode::kIoError, "no shard '" + shard + "'");
+  };
+  auto ck = SafetensorsCheckpoint::from_index(
+      R"({"weight_map":{"a":"one.safetensors","c":"two.safetensors","b":"one.safetensors"}})",
+      "idx.json", opener);
+  REQUIRE_MESSAGE(ck.is_ok(), ck.status().to_string());
+  CHECK(asked == std::vector<std::string>{"one.safetensors", "two.safetensors"});
+  CHECK(ck->source_paths() ==
+        std::vector<std::string>{"idx.json", "t.safetensors", "t.safetensors"});
+  CHECK(ck->all().size() == 3);
+  CHECK_STATUS(SafetensorsCheckpoint::from_index(R"({"weight_map":{"a":"three.safetensors"}})",
+                                                 "idx.json", opener)
+                   .status(),
+               StatusCode::kIoError, "three.safetensors");
+  CHECK_STATUS(SafetensorsCheckpoint::from_index("{", "idx.json", opener).status(),
+               StatusCode::kFileCorrupt, "idx.json");
+}
