@@ -2,8 +2,8 @@
 // tensor views), then everything a successful parse hands on: every value through its typed
 // accessors, every tensor's bytes (read end to end, so a view past the input is an ASan report),
 // decoder_params + check_decoder_tensors, tokenizer_data, and the vocabulary it describes through
-// the tokenizer library (spec_from_llama_vocab, Tokenizer::create, encode / decode of a few
-// strings). Any input must give a Status, never a crash, a sanitizer report or a leak.
+// the tokenizer library (frontends/gguf_tokenizer: the llama.cpp-style tokenizer the decoder
+// uses; encode / decode of a few strings). Any input must give a Status, never a crash, a sanitizer report or a leak.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "frontends/gguf.h"
-#include "runtime/tokenizer/llama_vocab.h"
+#include "frontends/gguf_tokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace {
@@ -46,24 +46,10 @@ void read_value(const gguf::Value& v, uint64_t* h) {
   }
 }
 
-void run_tokenizer(const gguf::TokenizerData& t) {
-  if (t.tokens.size() > kMaxVocab) return;
-  tok::LlamaVocab v;
-  v.model = std::string(t.model);
-  v.pre = std::string(t.pre);
-  for (std::string_view s : t.tokens) v.tokens.emplace_back(s);
-  for (std::string_view s : t.merges) v.merges.emplace_back(s);
-  v.scores = t.scores;
-  v.token_types = t.token_type;
-  v.bos_id = static_cast<int32_t>(t.bos_id);
-  v.eos_id = static_cast<int32_t>(t.eos_id);
-  v.pad_id = static_cast<int32_t>(t.pad_id);
-  v.unk_id = static_cast<int32_t>(t.unk_id);
-  v.add_bos = static_cast<int8_t>(t.add_bos);
-  v.add_eos = static_cast<int8_t>(t.add_eos);
-  Result<tok::TokenizerSpec> spec = tok::spec_from_llama_vocab(v);
-  if (!spec.is_ok()) return;
-  Result<std::unique_ptr<tok::Tokenizer>> tk = tok::Tokenizer::create(std::move(spec).value());
+void run_tokenizer(const gguf::File& f) {
+  Result<gguf::TokenizerData> t = gguf::tokenizer_data(f);
+  if (!t.is_ok() || t->tokens.size() > kMaxVocab) return;
+  Result<std::unique_ptr<tok::Tokenizer>> tk = gguf::gguf_tokenizer(f);
   if (!tk.is_ok()) return;
   std::vector<int32_t> ids;
   for (std::string_view text : {"Hello world, the 2024 t\xc3\xa9st!\n", "  a  \t<s></s>",
@@ -107,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)gguf::rope_mode_for_arch(p->arch);
     h += gguf::arch_permutes_qk(p->arch);
   }
-  if (Result<gguf::TokenizerData> t = gguf::tokenizer_data(*f); t.is_ok()) run_tokenizer(*t);
+  run_tokenizer(*f);
   g_sink = h;
   return 0;
 }
