@@ -37,7 +37,10 @@ fi
 
 build=build-fuzz
 if [ ! -d $build ]; then
-  CC=clang-14 CXX=clang++-14 meson setup $build --buildtype=debugoptimized -Dfuzz=true \
+  # Meson wraps its compilers in ccache only when CC / CXX are unset: say it here when it exists.
+  cc=clang-14 cxx=clang++-14
+  if command -v ccache >/dev/null; then cc="ccache $cc" cxx="ccache $cxx"; fi
+  CC=$cc CXX=$cxx meson setup $build --buildtype=debugoptimized -Dfuzz=true \
     -Db_sanitize=address,undefined -Db_lundef=false -Dtests=false -Dbenchmarks=false
 fi
 gen=""
