@@ -1,0 +1,152 @@
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace laya {
+
+namespace {
+
+// Visits the candidate ids in increasing order: set bits of `allowed`, or every id.
+template <class F>
+void for_each_allowed(const uint64_t* allowed, int32_t n, F&& f) {
+  if (!allowed) {
+    for (int32_t id = 0; id < n; ++id) f(id);
+    return;
+  }
+  const int32_t words = (n + 63) / 64;
+  for (int32_t w = 0; w < words; ++w) {
+    uint64_t bits = allowed[w];
+    while (bits) {
+      const int32_t id = w * 64 + std::countr_zero(bits);
+      bits &= bits - 1;
+      if (id < n) f(id);
+    }
+  }
+}
+
+}  // namespace
+
+Result<Sampler> Sampler::create(const SamplerConfig& config, int32_t n_vocab) {
+  if (!std::isfinite(config.temperature) || config.temperature < 0.0f)
+    return status_error(StatusCode::kInvalidArgument, "temperature %g: must be >= 0",
+                        static_cast<double>(config.temperature));
+  if (config.top_k < 0)
+    return status_error(StatusCode::kInvalidArgument, "top_k %d: must be >= 0", config.top_k);
+  if (!(config.top_p > 0.0f && config.top_p <= 1.0f))
+    return status_error(StatusCode::kInvalidArgument, "top_p %g: must be in (0, 1]",
+                        static_cast<double>(config.top_p));
+  if (n_vocab < 1) return Status(StatusCode::kInvalidArgument, "empty vocabulary");
+  for (int32_t id : config.stop_ids)
+    if (id < 0 || id >= n_vocab)
+      return status_error(StatusCode::kInvalidArgument, "stop token %d outside the vocabulary (%d)",
+                          id, n_vocab);
+  Sampler s;
+  s.config_ = config;
+  s.n_vocab_ = n_vocab;
+  s.engine_.seed(config.seed);
+  if (!s.greedy()) {
+    s.cand_.resize(static_cast<size_t>(n_vocab));
+    s.prob_.resize(static_cast<size_t>(n_vocab));
+  }
+  return s;
+}
+
+bool Sampler::is_stop(int32_t id) const {
+  return std::find(config_.stop_ids.begin(), config_.stop_ids.end(), id) != config_.stop_ids.end();
+}
+
+void Sampler::reseed(uint64_t seed) {
+  engine_.seed(seed);
+}
+
+double Sampler::uniform() {
+  return static_cast<double>(engine_() >> 11) * 0x1.0p-53;
+}
+
+int32_t Sampler::sample(const float* logits, const uint64_t* allowed) {
+  if (greedy()) {
+    int32_t best = -1;
+    float best_v = 0.0f;
+    for_each_allowed(allowed, n_vocab_, [&](int32_t id) {
+      const float v = logits[id];
+      if (std::isfinite(v) && (best < 0 || v > best_v)) {
+        best = id;
+        best_v = v;
+      }
+    });
+    return best;
+  }
+
+  // Candidates in increasing id order.
+  size_t n = 0;
+  const float t = config_.temperature;
+  for_each_allowed(allowed, n_vocab_, [&](int32_t id) {
+    const float v = logits[id];
+    if (std::isfinite(v)) cand_[n++] = {v / t, id};
+  });
+  if (n == 0) return -1;
+  // Larger z first, lower id among equals: a strict total order, so every selection below is
+  // the same whatever the algorithm. Sums run in increasing id order or in this order.
+  const auto before = [](const Candidate& a, const Candidate& b) {
+    return a.z > b.z || (a.z == b.z && a.id < b.id);
+  };
+  bool reordered = false;
+  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < n) {
+    std::nth_element(cand_.begin(), cand_.begin() + config_.top_k,
+                     cand_.begin() + static_cast<ptrdiff_t>(n), before);
+    n = static_cast<size_t>(config_.top_k);
+    std::sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(n),
+              [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  }
+  float zmax = cand_[0].z;
+  for (size_t i = 1; i < n; ++i) zmax = std::max(zmax, cand_[i].z);
+  double total = 0.0;
+  for (size_t i = 0; i < n; ++i) total += std::exp(static_cast<double>(cand_[i].z - zmax));
+
+  if (config_.top_p < 1.0f) {
+    // Grow a sorted prefix (64, 256, 1024, ... candidates) until it holds top_p of the mass.
+    const double need = static_cast<double>(config_.top_p) * total;
+    size_t m = 64, keep = n;
+    for (;;) {
+      const auto first = cand_.begin(), last = cand_.begin() + static_cast<ptrdiff_t>(n);
+      if (m < n) {
+        std::nth_element(first, first + static_cast<ptrdiff_t>(m), last, before);
+        std::sort(first, first + static_cast<ptrdiff_t>(m), before);
+      } else {
+        std::sort(first, last, before);
+        m = n;
+      }
+      double run = 0.0;
+      size_t i = 0;
+      for (; i < m && run < need; ++i) run += std::exp(static_cast<double>(cand_[i].z - zmax));
+      if (run >= need || m == n) {
+        keep = std::max<size_t>(i, 1);
+        break;
+      }
+      m *= 4;
+    }
+    n = keep;
+    reordered = true;
+  }
+
+  // The draw, over the kept candidates in increasing id order.
+  if (reordered)
+    std::sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(n),
+              [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  double kept = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    prob_[i] = std::exp(static_cast<double>(cand_[i].z - zmax));
+    kept += prob_[i];
+  }
+  const double target = uniform() * kept;
+  double run = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    run += prob_[i];
+    if (run > target) return cand_[i].id;
+  }
+  return cand_[n - 1].id;
+}
+
+}  // namespace laya
