@@ -51,9 +51,10 @@ const Decimal& max_safe_integer() {
   static const Decimal d{false, "9007199254740991", 0};
   return d;
 }
-const Decimal& number_limit() {
-  static const Decimal d{false, "1", 15};
-  return d;
+// 10^(15 - max_fraction_digits): a text below it has at most 15 significant digits, which a double
+// holds exactly (DBL_DIG), so a JSON reader gets the value the text spells.
+Decimal number_limit(int32_t max_fraction_digits) {
+  return Decimal{false, "1", 15 - max_fraction_digits};
 }
 
 int64_t utf8_length(const std::string& s) {
@@ -90,9 +91,9 @@ Result<int64_t> Parser::count(const Value& v, const std::string& path, const cha
 Status Parser::bounds(const Value& obj, const std::string& path, SchemaNode* n) {
   const bool integer = n->kind == NodeKind::kInteger;
   // Start from the implicit range, then tighten with each keyword.
-  n->minimum = integer ? max_safe_integer() : number_limit();
+  n->minimum = integer ? max_safe_integer() : number_limit(opts_.max_fraction_digits);
   n->minimum.negative = true;
-  n->maximum = integer ? max_safe_integer() : number_limit();
+  n->maximum = integer ? max_safe_integer() : number_limit(opts_.max_fraction_digits);
   n->exclusive_minimum = n->exclusive_maximum = !integer;
   // Draft 4 spells exclusivity as a boolean next to minimum / maximum.
   const Value* emin = obj.find("exclusiveMinimum");

@@ -26,8 +26,11 @@
 // their digits ("-0" is "0"); numbers as exact decimals without exponent or trailing fraction
 // zeros ("0.5", "2", "-0.125") with at most `max_fraction_digits` fraction digits; enum / const
 // members as json.dumps of the schema's own value. Numbers without bounds are limited to
-// +-(2^53 - 1) (integers) and magnitudes below 10^15 (numbers), the range every JSON reader holds
-// exactly.
+// +-(2^53 - 1) (integers) and magnitudes below 10^(15 - max_fraction_digits) (numbers: 10^9 by
+// default), where every text has at most 15 significant digits and so reads back exactly as a
+// double (a longer one, 589749801984983.419, reads as 589749801984983.4 and can cross an
+// exclusive bound). Explicit bounds are taken as given: a schema whose range reaches past
+// 10^(15 - max_fraction_digits) admits such texts.
 #pragma once
 
 #include <cstdint>
