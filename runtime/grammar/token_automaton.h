@@ -109,6 +109,7 @@ class GrammarMatcher {
   // The text so far is a complete document (a stop token is allowed).
   bool accepting() const { return a_->chars().accepting(state_); }
   int32_t state() const { return state_; }
+  const TokenAutomaton& automaton() const { return *a_; }
   void reset() {
     state_ = CharAutomaton::start();
     stopped_ = false;
