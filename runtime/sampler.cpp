@@ -79,31 +79,47 @@ int32_t Sampler::sample(const float* logits, const uint64_t* allowed) {
     return best;
   }
 
-  // Candidates in increasing id order.
-  size_t n = 0;
-  const float t = config_.temperature;
-  for_each_allowed(allowed, n_vocab_, [&](int32_t id) {
-    const float v = logits[id];
-    if (std::isfinite(v)) cand_[n++] = {v / t, id};
-  });
-  if (n == 0) return -1;
   // Larger z first, lower id among equals: a strict total order, so every selection below is
   // the same whatever the algorithm. Sums run in increasing id order or in this order.
   const auto before = [](const Candidate& a, const Candidate& b) {
     return a.z > b.z || (a.z == b.z && a.id < b.id);
   };
-  bool reordered = false;
-  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < n) {
-    std::nth_element(cand_.begin(), cand_.begin() + config_.top_k,
-                     cand_.begin() + static_cast<ptrdiff_t>(n), before);
-    n = static_cast<size_t>(config_.top_k);
-    std::sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(n),
-              [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  const auto by_id = [](const Candidate& a, const Candidate& b) { return a.id < b.id; };
+  const float t = config_.temperature;
+  size_t n = 0;
+  if (config_.top_k > 0) {
+    // The k best in one pass: a heap whose front is the worst kept candidate.
+    const size_t k = static_cast<size_t>(config_.top_k);
+    const auto first = cand_.begin();
+    for_each_allowed(allowed, n_vocab_, [&](int32_t id) {
+      const float v = logits[id];
+      if (!std::isfinite(v)) return;
+      const Candidate c{v / t, id};
+      if (n < k) {
+        cand_[n++] = c;
+        if (n == k) std::make_heap(first, first + static_cast<ptrdiff_t>(k), before);
+      } else if (before(c, cand_[0])) {
+        std::pop_heap(first, first + static_cast<ptrdiff_t>(k), before);
+        cand_[k - 1] = c;
+        std::push_heap(first, first + static_cast<ptrdiff_t>(k), before);
+      }
+    });
+    std::sort(first, first + static_cast<ptrdiff_t>(n), by_id);
+  } else {
+    for_each_allowed(allowed, n_vocab_, [&](int32_t id) {
+      const float v = logits[id];
+      if (std::isfinite(v)) cand_[n++] = {v / t, id};
+    });
   }
+  if (n == 0) return -1;
+  bool reordered = false;
   float zmax = cand_[0].z;
   for (size_t i = 1; i < n; ++i) zmax = std::max(zmax, cand_[i].z);
   double total = 0.0;
-  for (size_t i = 0; i < n; ++i) total += std::exp(static_cast<double>(cand_[i].z - zmax));
+  for (size_t i = 0; i < n; ++i) {
+    prob_[i] = std::exp(static_cast<double>(cand_[i].z - zmax));
+    total += prob_[i];
+  }
 
   if (config_.top_p < 1.0f) {
     // Grow a sorted prefix (64, 256, 1024, ... candidates) until it holds top_p of the mass.
@@ -131,14 +147,16 @@ int32_t Sampler::sample(const float* logits, const uint64_t* allowed) {
     reordered = true;
   }
 
-  // The draw, over the kept candidates in increasing id order.
-  if (reordered)
-    std::sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(n),
-              [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
-  double kept = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    prob_[i] = std::exp(static_cast<double>(cand_[i].z - zmax));
-    kept += prob_[i];
+  // The draw, over the kept candidates in increasing id order (prob_ is still in that order
+  // unless top-p reordered them).
+  double kept = total;
+  if (reordered) {
+    std::sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(n), by_id);
+    kept = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      prob_[i] = std::exp(static_cast<double>(cand_[i].z - zmax));
+      kept += prob_[i];
+    }
   }
   const double target = uniform() * kept;
   double run = 0.0;
