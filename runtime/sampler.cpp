@@ -8,7 +8,8 @@ namespace laya {
 
 namespace {
 
-// Visits the candidate ids in increasing order: set bits of `allowed`, or every id.
+// Visits the candidate ids in increasing order: set bits of `allowed`, or every id. Runs of set
+// bits are walked as id ranges (inside JSON text most of a mask is set).
 template <class F>
 void for_each_allowed(const uint64_t* allowed, int32_t n, F&& f) {
   if (!allowed) {
@@ -19,9 +20,11 @@ void for_each_allowed(const uint64_t* allowed, int32_t n, F&& f) {
   for (int32_t w = 0; w < words; ++w) {
     uint64_t bits = allowed[w];
     while (bits) {
-      const int32_t id = w * 64 + std::countr_zero(bits);
-      bits &= bits - 1;
-      if (id < n) f(id);
+      const int b = std::countr_zero(bits);
+      const int len = std::countr_one(bits >> b);
+      const int32_t lo = w * 64 + b, hi = std::min(lo + len, n);
+      for (int32_t id = lo; id < hi; ++id) f(id);
+      bits = b + len >= 64 ? 0 : bits & (~uint64_t{0} << (b + len));
     }
   }
 }
