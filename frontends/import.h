@@ -71,6 +71,9 @@ namespace laya::frontends {
 //  kF32, kF16, kBF16, kInt8: converted, as DEFERRED weights (ir::WeightFill): model_write streams
 //           each tensor from the mapping through a small buffer and releases the source pages, so
 //           a conversion needs memory for neither the checkpoint nor the output. Vectors are f32.
+//           kBF16: matrices bf16; embedding tables keep the source's 16 bits (f16 is 3 mantissa
+//           bits closer to the checkpoint at the same size; a table is gathered, not multiplied),
+//           bf16 from an f32 source.
 //           kInt8: matmul weights symmetric int8 with one f32 scale per output row (amax / 127;
 //           activations are quantized per token by the kernels, so no answer depends on which
 //           rows share a batch); embedding tables keep 16 bits (the source's f16 / bf16, else

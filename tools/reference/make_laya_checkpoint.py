@@ -296,8 +296,11 @@ def main():
     ap.add_argument("--out", required=True, help="checkpoint directory to (re)create")
     ap.add_argument("--tokenizer-dir", help="tokenizer files for presets that use a real tokenizer")
     ap.add_argument("--seed", type=int, help="override the preset's seed")
+    ap.add_argument("--attn-gain", type=float, help="override the preset's query/key gain")
+    ap.add_argument("--resid-gain", type=float, help="override the preset's residual-writing gain")
     args = ap.parse_args()
-    build(args.preset, args.out, args.tokenizer_dir, args.seed)
+    build(args.preset, args.out, args.tokenizer_dir, args.seed, attn_gain=args.attn_gain,
+          resid_gain=args.resid_gain)
 
 
 if __name__ == "__main__":
