@@ -9,6 +9,10 @@
 //   auto r = DecoderRunner::create(*s, **kv, logits_region, 128);   // binds the cache's states
 //   r->generate({.prompt = ids, .max_tokens = 16}, &out, &stats);
 //
+// With a prefix cache (runtime/prefix_cache.h) over the same KV cache, set
+// GenerateRequest::prefix_cache: a prompt's longest cached prefix is copied in and only the rest is
+// prefilled (DecoderStats::prefix_hit_tokens).
+//
 // A step of n tokens (1 <= n <= chunk) of sequence `seq`: cells come from the cache (alloc), the
 // session is reshaped to (batch 1, seq n, cells = the cache's capacity) and executed; the logits of
 // the n tokens are in logits(). Prefill runs ceil(n / chunk) steps; decode is a step of 1.
