@@ -192,6 +192,9 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
     return Status(StatusCode::kInvalidArgument, "decoder runner: max_tokens < 1");
   if (req.pick == nullptr)
     return Status(StatusCode::kInvalidArgument, "decoder runner: no token picker");
+  if (req.prefix_cache != nullptr && &req.prefix_cache->kv_cache() != cache_)
+    return Status(StatusCode::kInvalidArgument,
+                  "decoder runner: the prefix cache is over another KV cache");
   out->clear();
   out->reserve(static_cast<size_t>(req.max_tokens));
   DecoderStats local;
@@ -201,8 +204,14 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
   s.token_ms.reserve(static_cast<size_t>(req.max_tokens));
   s.prompt_tokens = static_cast<int64_t>(req.prompt.size());
   const SteadyClock::time_point t0 = SteadyClock::now();
-  LAYA_RETURN_IF_ERROR(prefill(req.seq, req.prompt));
-  s.prefill_steps = (s.prompt_tokens + chunk_ - 1) / chunk_;
+  const bool use_prefix = req.prefix_cache != nullptr && cache_->seq_length(req.seq) == 0;
+  if (use_prefix) {
+    LAYA_ASSIGN_OR_RETURN(s.prefix_hit_tokens, req.prefix_cache->restore(req.prompt, req.seq));
+  }
+  const int64_t rest = s.prompt_tokens - s.prefix_hit_tokens;
+  LAYA_RETURN_IF_ERROR(
+      prefill(req.seq, req.prompt.subspan(static_cast<size_t>(s.prefix_hit_tokens))));
+  s.prefill_steps = (rest + chunk_ - 1) / chunk_;
   s.prefill_end_ms = ms_between(t0, SteadyClock::now());
   for (;;) {
     const int32_t next = req.pick(last_logits(), req.pick_ctx);
@@ -212,7 +221,10 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
                           static_cast<long long>(vocab_));
     out->push_back(next);
     s.token_ms.push_back(ms_between(t0, SteadyClock::now()));
-    if (out->size() == 1) s.first_token_ms = s.token_ms.back();
+    if (out->size() == 1) {
+      s.first_token_ms = s.token_ms.back();
+      if (use_prefix) LAYA_RETURN_IF_ERROR(req.prefix_cache->store(req.prompt, req.seq));
+    }
     if (static_cast<int64_t>(out->size()) >= req.max_tokens ||
         std::find(req.stop.begin(), req.stop.end(), next) != req.stop.end())
       return Status::ok();

@@ -9,6 +9,10 @@
 //   auto r = DecoderRunner::create(*s, **kv, logits_region, 128);   // binds the cache's states
 //   r->generate({.prompt = ids, .max_tokens = 16}, &out, &stats);
 //
+// With a prefix cache (runtime/prefix_cache.h) over the same KV cache, set
+// GenerateRequest::prefix_cache: a prompt's longest cached prefix is copied in and only the rest is
+// prefilled (DecoderStats::prefix_hit_tokens).
+//
 // A step of n tokens (1 <= n <= chunk) of sequence `seq`: cells come from the cache (alloc), the
 // session is reshaped to (batch 1, seq n, cells = the cache's capacity) and executed; the logits of
 // the n tokens are in logits(). Prefill runs ceil(n / chunk) steps; decode is a step of 1.
@@ -34,6 +38,7 @@
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "runtime/kv_cache.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/session.h"
 
 namespace laya::runtime {
@@ -48,8 +53,9 @@ struct DecoderStats {
   double first_token_ms = 0;     // the first new token is picked
   std::vector<double> token_ms;  // when each new token was picked (token_ms[0] = first_token_ms)
   int64_t prompt_tokens = 0;
-  int64_t prefill_steps = 0;  // chunks
-  int64_t decode_steps = 0;   // one-token steps
+  int64_t prefix_hit_tokens = 0;  // prompt tokens reused from the prefix cache (not prefilled)
+  int64_t prefill_steps = 0;      // chunks
+  int64_t decode_steps = 0;       // one-token steps
   // New tokens after the first per second of decoding: (n - 1) / (token_ms[n-1] - token_ms[0]);
   // 0 with fewer than 2 tokens.
   double decode_tokens_per_s() const;
@@ -68,6 +74,10 @@ struct GenerateRequest {
   std::span<const int32_t> stop;    // ids that end generation (included in the output)
   PickToken pick = greedy_token;
   void* pick_ctx = nullptr;
+  // Optional (borrowed), over the runner's KV cache: when `seq` is empty, the prompt's longest
+  // cached prefix is copied in and only the rest is prefilled; once the first token is picked the
+  // prompt's whole blocks are stored. Outputs are the same as without it.
+  PrefixCache* prefix_cache = nullptr;
 };
 
 // `base` (backends, threads, kernels) with the bucket bounds of a runner: "seq" planned at 1
@@ -111,10 +121,11 @@ class DecoderRunner {
   // token's. On failure the sequence keeps the chunks that ran.
   Status prefill(int32_t seq, std::span<const int32_t> ids);
 
-  // Prefill the prompt, then pick and decode until max_tokens new tokens or a stop id: `out`
-  // receives the new ids (cleared first), `stats` (nullable) the timings. The last new token is
-  // not run (nothing reads its logits). kInvalidArgument for an empty prompt or max_tokens < 1,
-  // a picked id outside [0, vocab); step errors.
+  // Prefill the prompt (its suffix after a prefix-cache hit), then pick and decode until
+  // max_tokens new tokens or a stop id: `out` receives the new ids (cleared first), `stats`
+  // (nullable) the timings. The last new token is not run (nothing reads its logits).
+  // kInvalidArgument for an empty prompt or max_tokens < 1, a picked id outside [0, vocab), a
+  // prefix cache over another KV cache; step and prefix cache errors.
   Status generate(const GenerateRequest& req, std::vector<int32_t>* out, DecoderStats* stats);
 
   DecoderRunner(const DecoderRunner&) = delete;

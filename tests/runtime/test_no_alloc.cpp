@@ -17,6 +17,7 @@
 
 #include "hal/cpu/thread_pool.h"
 #include "runtime/decoder.h"
+#include "runtime/prefix_cache.h"
 #include "tests/alloc_hook.h"
 #include "tests/runtime/session_util.h"
 
@@ -130,6 +131,23 @@ TEST_CASE("the decoder runner: prefill chunks and every decode step allocate not
         }
         CHECK(run.kv.cache->seq_length(0) == 13 + 24);
       }
+      // The prefix cache: storing a prompt's blocks and restoring them allocate nothing either.
+      auto layout = runtime::kv_cache_layout(*g);
+      REQUIRE(layout.is_ok());
+      runtime::PrefixCacheOptions po;
+      po.block_tokens = 4;
+      po.slots = 2;
+      po.budget_bytes = 16 * layout->bytes_per_cell;
+      auto pc = runtime::PrefixCache::create(*run.kv.cache, *layout, po);
+      REQUIRE_MESSAGE(pc.is_ok(), pc.status().to_string());
+      alloc_hook::start();
+      const Status stored = (*pc)->store(in.ids, 0);
+      const Result<int64_t> hit = (*pc)->restore(in.ids, 3);
+      const long calls = alloc_hook::stop();
+      REQUIRE(stored.is_ok());
+      REQUIRE(hit.is_ok());
+      CHECK(*hit == 12);
+      CHECK(calls == 0);
     }
 }
 

@@ -244,6 +244,18 @@ if [[ -n "$g2" && "$g6" == "$g2, "* && "$g6c" == "$g6" ]]; then
 else
   echo "FAIL: generate prefixes / chunks: '$g2' vs '$g6' vs '$g6c'"; fails=$((fails + 1))
 fi
+# --prefix-cache: a warm prompt sharing 4 tokens (2 blocks of 2) is reused; the ids are the same.
+expect 2 "give one of --warm-prompt TEXT or --warm-ids" -- generate --model "$dec" --ids 1 --warm-ids 1 --warm-prompt x
+expect 2 "--prefix-block must be an integer in \[1, 4096\], got '0'" -- generate --model "$dec" --ids 1 --prefix-cache --prefix-block 0
+expect 1 "has no GGUF tokenizer for --warm-prompt; give --warm-ids" -- generate --model "$dec" --ids 1 --warm-prompt x
+expect 0 '"prefix_cache": \{"hit_tokens": 0, "block_tokens": 32, "lookups": 1, "hits": 0, "misses": 1, "evictions": 0, "cached_tokens": 0\}' -- generate --model "$dec" --ids 5,6,7 --max-tokens 2 --json --prefix-cache
+expect 0 "prefix cache: 4 of 5 prompt tokens reused \(blocks of 2; 1 hit\(s\), 1 miss\(es\)" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 2 --warm-ids 5,6,7,8,1 --prefix-block 2
+out=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json --warm-ids 5,6,7,8,1 --prefix-block 2)
+if [ "$(echo "$out" | ids_of)" = "$g6" ] && echo "$out" | grep -q '"hit_tokens": 4,'; then
+  echo "ok:   generate --warm-ids: 4 prompt tokens from the prefix cache, the same 6 ids"
+else
+  echo "FAIL: generate --warm-ids: '$out' vs '$g6'"; fails=$((fails + 1))
+fi
 # score: teacher forcing; the last position's top-1 is generate's first token, any chunk size.
 printf '{"ids": [5, 6, 7, 8, 9]}' >"$tmp/ids.json"
 printf '{"ids": [5, -1]}' >"$tmp/bad_ids.json"

@@ -2,6 +2,7 @@
 // runtime/decoder.h: the prompt prefilled in chunks, then one decode step per new token.
 //
 //   laya-run generate --model M (--prompt TEXT | --ids 1,2,3) [--max-tokens N] [--json]
+//                     [--prefix-cache [--warm-prompt TEXT | --warm-ids 1,2,3]]
 //   laya-run score --model M --ids-file F.json [--top K]
 //
 // Exit codes: 0 success, 1 the model, a file or the runtime failed (message on stderr), 2 bad
@@ -25,6 +26,7 @@
 #include "runtime/decoder.h"
 #include "runtime/json.h"
 #include "runtime/kv_cache.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/session.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/cli.h"
@@ -54,6 +56,14 @@ constexpr const char* kGenerateUsage =
     "  --json           print {\"prompt_ids\": [...], \"ids\": [...], \"text\": \"...\",\n"
     "                   \"timings\": {...}} (text: the new ids decoded, special tokens\n"
     "                   skipped; \"\" without a tokenizer)\n"
+    "  --prefix-cache   keep prompt prefixes' KV (blocks of --prefix-block tokens) and reuse\n"
+    "                   the longest cached one: only the rest is prefilled; --json adds\n"
+    "                   timings.prefix_cache {\"hit_tokens\", \"lookups\", \"hits\", ...}\n"
+    "  --prefix-block N tokens per prefix-cache block, 1..4096 (default 32)\n"
+    "  --warm-prompt TEXT, --warm-ids ID,ID,...\n"
+    "                   a prompt prefilled first in the same process (its output dropped)\n"
+    "                   to fill the prefix cache, so the prompt that follows can hit it\n"
+    "                   (implies --prefix-cache)\n"
     "  --threads N      CPU threads, 0..1024 (default 0: all cores)\n"
     "  --kernels K      auto | ref | a Highway target name (default auto)\n"
     "  --backends A,B   backends in order of preference (default: cpu)\n";
@@ -138,6 +148,7 @@ struct Decoder {
   std::unique_ptr<runtime::Session> session;
   runtime::SessionBuffers buffers;
   runtime::RegionBuffer kv_memory, logits_memory;
+  runtime::KvCacheLayout layout;
   std::unique_ptr<runtime::KvCache> cache;
   std::unique_ptr<runtime::DecoderRunner> runner;
 
@@ -162,11 +173,12 @@ struct Decoder {
     return Status::ok();
   }
 
-  // Builds (GGUF) and prepares the graph for `tokens` tokens in the cache and prefill chunks of
-  // up to `chunk`, binds memory and creates the runner. kOutOfRange when `tokens` exceeds the
-  // model's context (GGUF) or the graph's cells (.laya).
+  // Builds (GGUF) and prepares the graph for `tokens` tokens of one sequence plus `extra_cells`
+  // (a prefix cache's) in a cache of `seqs` sequences, and prefill chunks of up to `chunk`, binds
+  // memory and creates the runner. kOutOfRange when `tokens` exceeds the model's context (GGUF) or
+  // the cells the graph's (.laya).
   Status start(const runtime::SessionOptions& base, int64_t chunk, int64_t tokens,
-               Clock::time_point load_start) {
+               Clock::time_point load_start, int64_t extra_cells = 0, int32_t seqs = 1) {
     if (is_gguf()) {
       LAYA_ASSIGN_OR_RETURN(frontends::gguf::DecoderParams p,
                             frontends::gguf::decoder_params(*gguf));
@@ -177,7 +189,7 @@ struct Decoder {
                             static_cast<long long>(p.context_length));
       frontends::gguf::CachedDecoderGraphOptions o;
       o.max_seq = std::min(chunk, tokens);
-      o.max_cells = tokens;
+      o.max_cells = tokens + extra_cells;
       LAYA_ASSIGN_OR_RETURN(graph, frontends::gguf::build_cached_decoder_graph(gguf, o));
     }
     const int seq_sym = graph.find_symbol("seq");
@@ -186,12 +198,13 @@ struct Decoder {
       return Status(StatusCode::kInvalidArgument,
                     path + " is not a KV-cached decoder graph (symbols seq and cells)");
     const ir::Symbol& cs = graph.symbols[static_cast<size_t>(cells_sym)];
-    if (tokens > cs.max)
+    if (tokens + extra_cells > cs.max)
       return status_error(StatusCode::kOutOfRange,
-                          "%lld tokens (prompt and new ones) exceed %s's KV cache of %lld cells",
-                          static_cast<long long>(tokens), path.c_str(),
+                          "%lld tokens (prompt and new ones%s) exceed %s's KV cache of %lld cells",
+                          static_cast<long long>(tokens + extra_cells),
+                          extra_cells > 0 ? ", prefix cache" : "", path.c_str(),
                           static_cast<long long>(cs.max));
-    const int64_t cells = std::max(tokens, cs.min);
+    const int64_t cells = std::max(tokens + extra_cells, cs.min);
     chunk = std::min({chunk, tokens, graph.symbols[static_cast<size_t>(seq_sym)].max});
     LAYA_ASSIGN_OR_RETURN(runtime::SessionOptions so,
                           runtime::decoder_session_options(base, graph, chunk, cells));
@@ -199,11 +212,11 @@ struct Decoder {
     LAYA_ASSIGN_OR_RETURN(buffers, runtime::session_buffers_alloc(*session));
     LAYA_RETURN_IF_ERROR(session->bind_memory(
         buffers.persistent.region(), buffers.activations.region(), buffers.scratch.region()));
-    LAYA_ASSIGN_OR_RETURN(runtime::KvCacheLayout layout, runtime::kv_cache_layout(graph));
+    LAYA_ASSIGN_OR_RETURN(layout, runtime::kv_cache_layout(graph));
     LAYA_ASSIGN_OR_RETURN(
         kv_memory, runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(layout, cells),
                                                 runtime::kRegionAlign, true));
-    LAYA_ASSIGN_OR_RETURN(cache, runtime::KvCache::create(layout, cells, 1, kv_memory.region()));
+    LAYA_ASSIGN_OR_RETURN(cache, runtime::KvCache::create(layout, cells, seqs, kv_memory.region()));
     LAYA_ASSIGN_OR_RETURN(uint64_t lb, runtime::DecoderRunner::logits_bytes(graph, chunk));
     LAYA_ASSIGN_OR_RETURN(logits_memory,
                           runtime::RegionBuffer::alloc(lb, runtime::kRegionAlign, false));
@@ -236,8 +249,9 @@ std::string kernels_label(const std::string& k) {
 int cmd_generate(int argc, char** argv) {
   DecoderOptions common;
   bool json = false;
-  std::string prompt_text, ids_text;
-  int64_t max_tokens = 16;
+  bool prefix_cache = false;
+  std::string prompt_text, ids_text, warm_text, warm_ids_text;
+  int64_t max_tokens = 16, prefix_block = 32;
   std::vector<std::string> positional;
   ArgParser p;
   common.declare(p);
@@ -245,6 +259,10 @@ int cmd_generate(int argc, char** argv) {
   p.text("ids", &ids_text);
   p.integer("max-tokens", 1, 1000000, &max_tokens);
   p.flag("json", &json);
+  p.flag("prefix-cache", &prefix_cache);
+  p.integer("prefix-block", 1, 4096, &prefix_block);
+  p.text("warm-prompt", &warm_text);
+  p.text("warm-ids", &warm_ids_text);
   if (!p.parse(argc, argv, 2, &positional)) return usage_error(p.error(), kGenerateUsage);
   if (common.help) {
     std::printf("%s", kGenerateUsage);
@@ -257,9 +275,15 @@ int cmd_generate(int argc, char** argv) {
   const bool has_prompt = !prompt_text.empty();
   if (has_prompt == !ids_text.empty())
     return usage_error("generate needs one of --prompt TEXT or --ids ID,ID,...", kGenerateUsage);
-  std::vector<int32_t> prompt;
+  if (!warm_text.empty() && !warm_ids_text.empty())
+    return usage_error("give one of --warm-prompt TEXT or --warm-ids ID,ID,...", kGenerateUsage);
+  const bool warm = !warm_text.empty() || !warm_ids_text.empty();
+  prefix_cache = prefix_cache || warm;
+  std::vector<int32_t> prompt, warm_prompt;
   std::string err;
   if (!has_prompt && !parse_ids(ids_text, &prompt, &err)) return usage_error(err, kGenerateUsage);
+  if (!warm_ids_text.empty() && !parse_ids(warm_ids_text, &warm_prompt, &err))
+    return usage_error(err, kGenerateUsage);
   runtime::SessionOptions so;
   err = common.session_options(&so);
   if (!err.empty()) return usage_error(err, kGenerateUsage);
@@ -268,27 +292,64 @@ int cmd_generate(int argc, char** argv) {
   Decoder d;
   Status st = d.open(common.model);
   if (!st.is_ok()) return fail(st);
-  if (has_prompt) {
+  // Text -> ids as llama.cpp tokenizes (BOS per add_bos_token).
+  auto encode = [&](const std::string& text, const char* flag, const char* ids_flag,
+                    std::vector<int32_t>* out) {
     if (d.tokenizer == nullptr)
-      return fail(Status(StatusCode::kInvalidArgument,
-                         common.model + " has no GGUF tokenizer for --prompt; give --ids"));
+      return Status(StatusCode::kInvalidArgument,
+                    common.model + " has no GGUF tokenizer for " + flag + "; give " + ids_flag);
     tok::EncodeOptions eo;
-    eo.add_special_tokens = true;  // BOS per add_bos_token, as llama.cpp's tokenize
-    st = d.tokenizer->encode(prompt_text, eo, &prompt);
-    if (!st.is_ok()) return fail(st);
-    if (prompt.empty())
-      return fail(Status(StatusCode::kInvalidArgument, "--prompt gives no tokens"));
-  }
-  // The cache holds the prompt and every new token but the last (nothing reads its logits).
-  const int64_t tokens = static_cast<int64_t>(prompt.size()) + max_tokens - 1;
-  st = d.start(so, common.chunk, tokens, load_start);
+    eo.add_special_tokens = true;
+    LAYA_RETURN_IF_ERROR(d.tokenizer->encode(text, eo, out));
+    if (out->empty())
+      return Status(StatusCode::kInvalidArgument, std::string(flag) + " gives no tokens");
+    return Status::ok();
+  };
+  if (has_prompt && !(st = encode(prompt_text, "--prompt", "--ids", &prompt)).is_ok())
+    return fail(st);
+  if (!warm_text.empty() &&
+      !(st = encode(warm_text, "--warm-prompt", "--warm-ids", &warm_prompt)).is_ok())
+    return fail(st);
+  // The cache holds the prompt and every new token but the last (nothing reads its logits); the
+  // prefix cache's two slots hold up to the longer prompt's whole blocks each.
+  const int64_t longest =
+      std::max(static_cast<int64_t>(prompt.size()), static_cast<int64_t>(warm_prompt.size()));
+  const int64_t tokens = longest + max_tokens - 1;
+  constexpr int32_t kPrefixSlots = 2;
+  const int64_t prefix_tokens =
+      prefix_cache ? kPrefixSlots * std::max<int64_t>(1, longest / prefix_block) * prefix_block : 0;
+  st = d.start(so, common.chunk, tokens, load_start, prefix_tokens,
+               prefix_cache ? 1 + kPrefixSlots : 1);
   if (!st.is_ok()) return fail(st);
+  std::unique_ptr<runtime::PrefixCache> pc;
+  if (prefix_cache) {
+    runtime::PrefixCacheOptions po;
+    po.block_tokens = prefix_block;
+    po.first_seq = 1;
+    po.slots = kPrefixSlots;
+    po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.layout.bytes_per_cell;
+    Result<std::unique_ptr<runtime::PrefixCache>> made =
+        runtime::PrefixCache::create(*d.cache, d.layout, po);
+    if (!made.is_ok()) return fail(made.status());
+    pc = std::move(made).value();
+  }
+  if (warm) {
+    runtime::GenerateRequest wr;
+    wr.prompt = warm_prompt;
+    wr.max_tokens = 1;
+    wr.prefix_cache = pc.get();
+    std::vector<int32_t> dropped;
+    st = d.runner->generate(wr, &dropped, nullptr);
+    if (st.is_ok()) st = d.cache->remove(0);
+    if (!st.is_ok()) return fail(st);
+  }
 
   std::vector<int32_t> ids;
   runtime::DecoderStats stats;
   runtime::GenerateRequest req;
   req.prompt = prompt;
   req.max_tokens = max_tokens;
+  req.prefix_cache = pc.get();
   if (d.eos >= 0) req.stop = std::span(&d.eos, 1);
   st = d.runner->generate(req, &ids, &stats);
   if (!st.is_ok()) return fail(st);
@@ -308,6 +369,18 @@ int cmd_generate(int argc, char** argv) {
     t.set("tokens", json::Value::integer(static_cast<int64_t>(ids.size())));
     t.set("prefill_chunks", json::Value::integer(stats.prefill_steps));
     t.set("decode_tokens_per_s", json::Value::number(stats.decode_tokens_per_s()));
+    if (pc != nullptr) {
+      const runtime::PrefixCacheStats& ps = pc->stats();
+      json::Value c = json::Value::object();
+      c.set("hit_tokens", json::Value::integer(stats.prefix_hit_tokens));
+      c.set("block_tokens", json::Value::integer(pc->block_tokens()));
+      c.set("lookups", json::Value::integer(ps.lookups));
+      c.set("hits", json::Value::integer(ps.hits));
+      c.set("misses", json::Value::integer(ps.misses));
+      c.set("evictions", json::Value::integer(ps.evictions));
+      c.set("cached_tokens", json::Value::integer(ps.cached_tokens));
+      t.set("prefix_cache", std::move(c));
+    }
     json::Value out = json::Value::object();
     out.set("prompt_ids", json_ids(prompt));
     out.set("ids", json_ids(ids));
@@ -328,6 +401,13 @@ int cmd_generate(int argc, char** argv) {
       static_cast<long long>(stats.prefill_steps), static_cast<long long>(d.runner->chunk()),
       stats.first_token_ms, total_ms, stats.decode_tokens_per_s(),
       ids.empty() ? size_t{0} : ids.size() - 1);
+  if (pc != nullptr)
+    std::printf(
+        "prefix cache: %lld of %lld prompt tokens reused (blocks of %lld; %lld hit(s), "
+        "%lld miss(es) in this process)\n",
+        static_cast<long long>(stats.prefix_hit_tokens),
+        static_cast<long long>(stats.prompt_tokens), static_cast<long long>(pc->block_tokens()),
+        static_cast<long long>(pc->stats().hits), static_cast<long long>(pc->stats().misses));
   return 0;
 }
 

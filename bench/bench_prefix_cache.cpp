@@ -1,0 +1,174 @@
+// Time to first token with and without the prefix cache (runtime/prefix_cache.h) on the real
+// SmolLM2 Q4_1 GGUF: a 400-token shared system prompt plus a 20-token suffix that changes every
+// iteration (issue 8: a hit must be >= 10x faster than cold).
+//
+//   LAYA_SMOLLM2_GGUF=.../SmolLM2-135M-Instruct.Q4_1.gguf build/bench/laya-bench-prefix-cache
+//       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true   (one command line)
+//
+// BM_ttft_cold: the KV cache emptied, the whole 420-token prompt prefilled (chunks of 128), the
+// first token picked. BM_ttft_hit: the system prompt's blocks (16 tokens each) are cached, so the
+// prompt reuses its 400 tokens and prefills the 20 of the suffix. The time is the runner's
+// DecoderStats::first_token_ms (manual time); storing the prompt's blocks after the first token
+// is not in it. LAYA_THREADS (default 1) sets the CPU threads. Without the GGUF both benchmarks
+// skip with a message.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontends/gguf.h"
+#include "frontends/gguf_decoder.h"
+#include "frontends/gguf_tokenizer.h"
+#include "runtime/decoder.h"
+#include "runtime/kv_cache.h"
+#include "runtime/prefix_cache.h"
+#include "runtime/session.h"
+
+namespace {
+
+using namespace laya;
+
+constexpr int64_t kSystem = 400, kSuffix = 20, kChunk = 128, kBlock = 16;
+
+std::string gguf_path() {
+  if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") +
+         "/.cache/laya-models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+// SmolLM2, one session (decode and 128-token prefill plans), a cache for one working sequence
+// plus two prefix-cache slots of the system prompt, and the tokenized system prompt.
+struct Setup {
+  std::string error;
+  ir::Graph graph;
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionBuffers buffers;
+  runtime::RegionBuffer kv_memory, logits_memory;
+  std::unique_ptr<runtime::KvCache> cache;
+  std::unique_ptr<runtime::DecoderRunner> runner;
+  std::unique_ptr<runtime::PrefixCache> prefix;
+  std::vector<int32_t> system;
+  int64_t vocab = 0;
+
+  Status init() {
+    const std::string path = gguf_path();
+    LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(path));
+    auto file = std::make_shared<const frontends::gguf::File>(std::move(f));
+    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<tok::Tokenizer> tokenizer,
+                          frontends::gguf::gguf_tokenizer(*file));
+    std::string text;
+    while (static_cast<int64_t>(system.size()) < kSystem) {
+      text +=
+          "You control the cooling of a server room. Every minute you read the sensors (inlet "
+          "and outlet temperature, fan speeds, humidity, power draw) and choose one action. ";
+      tok::EncodeOptions eo;
+      eo.add_special_tokens = true;
+      LAYA_RETURN_IF_ERROR(tokenizer->encode(text, eo, &system));
+    }
+    system.resize(kSystem);
+    const int64_t prefix_cells = 2 * (kSystem + kSuffix);
+    const int64_t cells = kSystem + kSuffix + prefix_cells;
+    frontends::gguf::CachedDecoderGraphOptions o;
+    o.max_seq = kChunk;
+    o.max_cells = cells;
+    LAYA_ASSIGN_OR_RETURN(graph, frontends::gguf::build_cached_decoder_graph(file, o));
+    vocab = graph.values[graph.outputs[0]].shape.dims[2].c;
+    runtime::SessionOptions base;
+    const char* threads = std::getenv("LAYA_THREADS");
+    base.backend.n_threads = threads ? std::atoi(threads) : 1;
+    LAYA_ASSIGN_OR_RETURN(runtime::SessionOptions so,
+                          runtime::decoder_session_options(base, graph, kChunk, cells));
+    LAYA_ASSIGN_OR_RETURN(session, runtime::Session::prepare(graph, so));
+    LAYA_ASSIGN_OR_RETURN(buffers, runtime::session_buffers_alloc(*session));
+    LAYA_RETURN_IF_ERROR(session->bind_memory(
+        buffers.persistent.region(), buffers.activations.region(), buffers.scratch.region()));
+    LAYA_ASSIGN_OR_RETURN(runtime::KvCacheLayout layout, runtime::kv_cache_layout(graph));
+    LAYA_ASSIGN_OR_RETURN(
+        kv_memory, runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(layout, cells),
+                                                runtime::kRegionAlign, true));
+    LAYA_ASSIGN_OR_RETURN(cache, runtime::KvCache::create(layout, cells, 3, kv_memory.region()));
+    LAYA_ASSIGN_OR_RETURN(uint64_t lb, runtime::DecoderRunner::logits_bytes(graph, kChunk));
+    LAYA_ASSIGN_OR_RETURN(logits_memory,
+                          runtime::RegionBuffer::alloc(lb, runtime::kRegionAlign, false));
+    LAYA_ASSIGN_OR_RETURN(
+        runner, runtime::DecoderRunner::create(*session, *cache, logits_memory.region(), kChunk));
+    runtime::PrefixCacheOptions po;
+    po.block_tokens = kBlock;
+    po.first_seq = 1;
+    po.slots = 2;
+    po.budget_bytes = static_cast<uint64_t>(prefix_cells) * layout.bytes_per_cell;
+    LAYA_ASSIGN_OR_RETURN(prefix, runtime::PrefixCache::create(*cache, layout, po));
+    return Status::ok();
+  }
+
+  // The system prompt and the suffix of iteration `i` (ids that differ per iteration).
+  std::vector<int32_t> prompt(int64_t i) const {
+    std::vector<int32_t> p = system;
+    for (int64_t k = 0; k < kSuffix; ++k)
+      p.push_back(static_cast<int32_t>(1000 + (i * kSuffix + k) * 7919 % (vocab - 1000)));
+    return p;
+  }
+};
+
+Setup* setup() {
+  static Setup* s = [] {
+    auto* x = new Setup();
+    const Status st = x->init();
+    if (!st.is_ok()) x->error = st.to_string() + " (set LAYA_SMOLLM2_GGUF)";
+    return x;
+  }();
+  return s;
+}
+
+void run(benchmark::State& state, bool use_prefix) {
+  Setup* s = setup();
+  if (!s->error.empty()) {
+    state.SkipWithError(s->error.c_str());
+    return;
+  }
+  if (use_prefix) {  // the system prompt's blocks in a slot
+    (void)s->cache->remove(0);
+    if (!s->runner->prefill(0, s->system).is_ok() || !s->prefix->store(s->system, 0).is_ok()) {
+      state.SkipWithError("prefill of the system prompt failed");
+      return;
+    }
+  }
+  int64_t i = 0, hit = 0;
+  for (auto _ : state) {
+    const std::vector<int32_t> prompt = s->prompt(i++);
+    if (!s->cache->remove(0).is_ok()) break;
+    runtime::GenerateRequest req;
+    req.prompt = prompt;
+    req.max_tokens = 1;
+    req.prefix_cache = use_prefix ? s->prefix.get() : nullptr;
+    std::vector<int32_t> out;
+    runtime::DecoderStats stats;
+    const Status st = s->runner->generate(req, &out, &stats);
+    if (!st.is_ok()) {
+      state.SkipWithError(st.to_string().c_str());
+      return;
+    }
+    hit = stats.prefix_hit_tokens;
+    state.SetIterationTime(stats.first_token_ms / 1000.0);
+  }
+  state.counters["prompt_tokens"] = static_cast<double>(kSystem + kSuffix);
+  state.counters["hit_tokens"] = static_cast<double>(hit);
+}
+
+void BM_ttft_cold(benchmark::State& state) {
+  run(state, false);
+}
+void BM_ttft_hit(benchmark::State& state) {
+  run(state, true);
+}
+
+BENCHMARK(BM_ttft_cold)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_ttft_hit)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();

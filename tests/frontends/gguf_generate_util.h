@@ -1,0 +1,174 @@
+// Helpers of the GGUF generation tests: the tiny fixtures, a recompute reference (the full-sequence
+// graph run again for every token) and a cached decoder (one session, a KV cache, a runner).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "frontends/gguf_decoder.h"
+#include "runtime/decoder.h"
+#include "runtime/kv_cache.h"
+#include "runtime/session.h"
+
+namespace laya::test {
+
+using frontends::gguf::File;
+
+inline std::string fixtures_dir() {
+  const char* dir = std::getenv("LAYA_FIXTURES");
+  REQUIRE(dir != nullptr);
+  return std::string(dir) + "/gguf/";
+}
+
+inline std::shared_ptr<const File> open_file(const std::string& path) {
+  Result<File> f = File::open(path);
+  REQUIRE_MESSAGE(f.is_ok(), f.status().to_string());
+  return std::make_shared<const File>(std::move(f).value());
+}
+
+inline runtime::SessionOptions cpu_options(const std::string& kernels, int threads) {
+  runtime::SessionOptions so;
+  so.backend.n_threads = threads;
+  hal::BackendOptions cpu = so.backend;
+  cpu.settings = {{"kernels", kernels}};
+  so.backend_options = {{"cpu", cpu}};
+  return so;
+}
+
+// The full-sequence graph, run on the whole sequence for every new token.
+struct Recompute {
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionBuffers buffers;
+  int64_t vocab = 0;
+
+  Recompute(std::shared_ptr<const File> f, const std::string& kernels, int64_t max_seq) {
+    frontends::gguf::DecoderGraphOptions o;
+    o.max_seq = max_seq;
+    Result<ir::Graph> g = frontends::gguf::build_decoder_graph(f, o);
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    vocab = g->values[g->outputs[0]].shape.dims[2].c;
+    auto s = runtime::Session::prepare(*g, cpu_options(kernels, 1));
+    REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+    session = std::move(s).value();
+    auto buf = runtime::session_buffers_alloc(*session);
+    REQUIRE(buf.is_ok());
+    buffers = std::move(buf).value();
+    REQUIRE(session
+                ->bind_memory(buffers.persistent.region(), buffers.activations.region(),
+                              buffers.scratch.region())
+                .is_ok());
+  }
+  // Logits f32 [n, vocab] of one sequence at positions 0..n-1.
+  std::vector<float> run(const std::vector<int32_t>& ids) {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    const int64_t sym[2] = {1, n};
+    REQUIRE(session->reshape(sym).is_ok());
+    std::vector<int32_t> pos(ids.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
+    std::vector<float> logits(static_cast<size_t>(n * vocab));
+    const void* in[2] = {ids.data(), pos.data()};
+    void* out[1] = {logits.data()};
+    const Status st = session->execute(in, out);
+    REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+    return logits;
+  }
+  // Greedy generation by recompute: `n` new tokens after `prompt`.
+  std::vector<int32_t> generate(std::vector<int32_t> seq, int64_t n) {
+    std::vector<int32_t> out;
+    for (int64_t t = 0; t < n; ++t) {
+      const std::vector<float> l = run(seq);
+      const float* last = l.data() + (static_cast<int64_t>(seq.size()) - 1) * vocab;
+      out.push_back(runtime::greedy_token({last, static_cast<size_t>(vocab)}, nullptr));
+      seq.push_back(out.back());
+    }
+    return out;
+  }
+};
+
+// The cached graph with one session (prefill chunk and decode buckets), a cache of `cells` cells
+// for `seqs` sequences and a runner.
+struct Cached {
+  ir::Graph graph;
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionBuffers buffers;
+  runtime::RegionBuffer kv_memory, logits_memory;
+  std::unique_ptr<runtime::KvCache> cache;
+  std::unique_ptr<runtime::DecoderRunner> runner;
+
+  Cached(std::shared_ptr<const File> f, const std::string& kernels, int threads, int64_t chunk,
+         int64_t cells, int32_t seqs = 2) {
+    frontends::gguf::CachedDecoderGraphOptions o;
+    o.max_seq = chunk;
+    o.max_cells = cells;
+    Result<ir::Graph> g = frontends::gguf::build_cached_decoder_graph(f, o);
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    graph = std::move(g).value();
+    auto so = runtime::decoder_session_options(cpu_options(kernels, threads), graph, chunk, cells);
+    REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
+    auto s = runtime::Session::prepare(graph, *so);
+    REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+    session = std::move(s).value();
+    CHECK(session->buckets().size() == (chunk > 1 ? 2u : 1u));  // decode and prefill plans
+    auto buf = runtime::session_buffers_alloc(*session);
+    REQUIRE(buf.is_ok());
+    buffers = std::move(buf).value();
+    REQUIRE(session
+                ->bind_memory(buffers.persistent.region(), buffers.activations.region(),
+                              buffers.scratch.region())
+                .is_ok());
+    auto layout = runtime::kv_cache_layout(graph);
+    REQUIRE_MESSAGE(layout.is_ok(), layout.status().to_string());
+    auto kv = runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(*layout, cells),
+                                           runtime::kRegionAlign, false);
+    REQUIRE(kv.is_ok());
+    kv_memory = std::move(kv).value();
+    auto c = runtime::KvCache::create(*layout, cells, seqs, kv_memory.region());
+    REQUIRE_MESSAGE(c.is_ok(), c.status().to_string());
+    cache = std::move(c).value();
+    auto lb = runtime::DecoderRunner::logits_bytes(graph, chunk);
+    REQUIRE(lb.is_ok());
+    auto lm = runtime::RegionBuffer::alloc(*lb, runtime::kRegionAlign, false);
+    REQUIRE(lm.is_ok());
+    logits_memory = std::move(lm).value();
+    auto r = runtime::DecoderRunner::create(*session, *cache, logits_memory.region(), chunk);
+    REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+    runner = std::move(r).value();
+  }
+};
+
+// max |a - b| relative to the largest |b| (at least 1).
+inline double rel_error(const float* a, const float* b, int64_t n) {
+  double err = 0, scale = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    err = std::max(err, std::fabs(double{a[i]} - double{b[i]}));
+    scale = std::max(scale, std::fabs(double{b[i]}));
+  }
+  return err / scale;
+}
+
+inline std::vector<int32_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> v(n);
+  for (int32_t& x : v) x = d(rng);
+  return v;
+}
+
+// The real SmolLM2 Q4_1 GGUF: LAYA_SMOLLM2_GGUF, else the cache of tools/fetch-models.sh.
+inline std::string smollm2_path() {
+  if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
+  const char* cache = std::getenv("LAYA_MODEL_CACHE");
+  const char* home = std::getenv("HOME");
+  return (cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/laya-models") +
+         "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+}  // namespace laya::test
