@@ -1,6 +1,8 @@
 #include "tools/cli.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -27,6 +29,36 @@ bool parse_integer(std::string_view text, int64_t lo, int64_t hi, const std::str
          (hi == INT64_MAX ? ">= " + std::to_string(lo)
                           : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]") +
          ", got '" + std::string(text) + "'";
+  return false;
+}
+
+namespace {
+
+// Shortest text that reads back as `v` ("0.5", "1", "100").
+std::string number_text(double v) {
+  char buf[32];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+bool parse_number(std::string_view text, double lo, double hi, bool lo_open,
+                  const std::string& what, double* out, std::string* err) {
+  // Decimal digits, sign, point and exponent only: from_chars alone would take "inf" and "nan".
+  const bool plain =
+      !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string_view::npos;
+  double v = 0;
+  const char* end = text.data() + text.size();
+  std::from_chars_result r{};
+  if (plain) r = std::from_chars(text.data(), end, v, std::chars_format::general);
+  if (plain && r.ec == std::errc() && r.ptr == end && std::isfinite(v) &&
+      (lo_open ? v > lo : v >= lo) && v <= hi) {
+    *out = v;
+    return true;
+  }
+  *err = what + " must be a number in " + (lo_open ? "(" : "[") + number_text(lo) + ", " +
+         number_text(hi) + "], got '" + std::string(text) + "'";
   return false;
 }
 
@@ -64,6 +96,13 @@ void ArgParser::flag(const std::string& name, bool* out) {
 }
 void ArgParser::integer(const std::string& name, int64_t lo, int64_t hi, int64_t* out) {
   options_.push_back({name, Kind::kInteger, out, lo, hi});
+}
+void ArgParser::number(const std::string& name, double lo, double hi, double* out, bool lo_open) {
+  Option o{name, Kind::kNumber, out};
+  o.lo_real = lo;
+  o.hi_real = hi;
+  o.lo_open = lo_open;
+  options_.push_back(std::move(o));
 }
 void ArgParser::text(const std::string& name, std::string* out) {
   options_.push_back({name, Kind::kText, out});
@@ -118,6 +157,13 @@ bool ArgParser::parse(int argc, const char* const* argv, int first,
       case Kind::kInteger: {
         std::string err;
         if (!parse_integer(value, o.lo, o.hi, opt, static_cast<int64_t*>(o.out), &err))
+          return fail(err);
+        break;
+      }
+      case Kind::kNumber: {
+        std::string err;
+        if (!parse_number(value, o.lo_real, o.hi_real, o.lo_open, opt, static_cast<double*>(o.out),
+                          &err))
           return fail(err);
         break;
       }

@@ -219,8 +219,10 @@ fi
 expect 0 "usage: laya-run generate" -- generate --help
 expect 0 "usage: laya-run score" -- score --help
 expect 2 "generate needs --model" -- generate --ids 1,2
-expect 2 "generate needs one of --prompt TEXT or --ids" -- generate --model "$dec"
-expect 2 "generate needs one of --prompt TEXT or --ids" -- generate --model "$dec" --ids 1 --prompt x
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec"
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec" --ids 1 --prompt x
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec" --chat x --prompt x
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec" --chat x --ids 1
 expect 2 "--ids item must be an integer in \[0, 2147483647\], got 'x'" -- generate --model "$dec" --ids 1,x
 expect 2 "--ids item must be an integer in \[0, 2147483647\], got ''" -- generate --model "$dec" --ids 1,,2
 expect 2 "--max-tokens must be an integer in \[1, 1000000\], got '0'" -- generate --model "$dec" --ids 1 --max-tokens 0
@@ -229,6 +231,20 @@ expect 2 "--model is given twice" -- generate --model "$dec" --model "$dec" --id
 expect 2 "unexpected argument" -- generate "$dec" --ids 1
 expect 1 "is not a decoder over a KV cache" -- generate --model "$enc" --ids 1,2
 expect 1 "has no GGUF tokenizer for --prompt; give --ids" -- generate --model "$dec" --prompt "hello"
+expect 1 "has no GGUF tokenizer for --chat; give --ids" -- generate --model "$dec" --chat "hello"
+# Sampling options: ranges checked by the parser (exit 2, the option, its range and the text).
+expect 2 "--temperature must be a number in \[0, 100\], got '-0.5'" -- generate --model "$dec" --ids 1 --temperature=-0.5
+expect 2 "--temperature must be a number in \[0, 100\], got '101'" -- generate --model "$dec" --ids 1 --temperature 101
+expect 2 "--temperature must be a number in \[0, 100\], got 'nan'" -- generate --model "$dec" --ids 1 --temperature nan
+expect 2 "--temperature must be a number in \[0, 100\], got 'inf'" -- generate --model "$dec" --ids 1 --temperature inf
+expect 2 "--temperature must be a number in \[0, 100\], got '0.7x'" -- generate --model "$dec" --ids 1 --temperature 0.7x
+expect 2 "--temperature must be a number in \[0, 100\], got ''" -- generate --model "$dec" --ids 1 --temperature=
+expect 2 "--top-p must be a number in \(0, 1\], got '0'" -- generate --model "$dec" --ids 1 --top-p 0
+expect 2 "--top-p must be a number in \(0, 1\], got '1.5'" -- generate --model "$dec" --ids 1 --top-p 1.5
+expect 2 "--top-k must be an integer in \[0, 1000000\], got '-1'" -- generate --model "$dec" --ids 1 --top-k=-1
+expect 2 "--top-k must be an integer in \[0, 1000000\], got '2.5'" -- generate --model "$dec" --ids 1 --top-k 2.5
+expect 2 "--seed must be an integer >= 0, got '-3'" -- generate --model "$dec" --ids 1 --seed=-3
+expect 2 "--seed is given twice" -- generate --model "$dec" --ids 1 --seed 1 --seed 2
 expect 1 "kIndexOutOfRange.*9000" -- generate --model "$dec" --ids 1,9000
 expect 1 "kIoError" -- generate --model "$tmp/missing.gguf" --ids 1
 expect 1 "kOutOfRange: 5000 tokens \(prompt and new ones\) exceed .*KV cache of 4096 cells" -- generate --model "$dec" --ids 1 --max-tokens 5000
@@ -245,6 +261,25 @@ else
   echo "FAIL: generate prefixes / chunks: '$g2' vs '$g6' vs '$g6c'"; fails=$((fails + 1))
 fi
 # --prefix-cache: a warm prompt sharing 4 tokens (2 blocks of 2) is reused; the ids are the same.
+# Sampled generation (runtime/sampler.h through GenerateRequest::pick): the same seed gives the
+# same ids; some other seed gives other ids at a high temperature; temperature 0 and top-k 1 are
+# greedy whatever the seed.
+expect 0 "generated ids \(6, sampled: temperature 0.9, top-k 40, top-p 0.95, seed 7\)" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --temperature 0.9 --top-k 40 --top-p 0.95 --seed 7
+sampled() { "$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json --temperature 5 "$@" | ids_of; }
+s7=$(sampled --seed 7) s7b=$(sampled --seed 7 --chunk 2) differs=0
+for seed in 8 9 10 11; do [[ $(sampled --seed $seed) != "$s7" ]] && differs=1; done
+if [[ -n "$s7" && "$s7" == "$s7b" && $differs -eq 1 && "$s7" != "$g6" ]]; then
+  echo "ok:   generate --seed: seed 7 twice gives '$s7'; another seed gives other ids"
+else
+  echo "FAIL: generate --seed: '$s7' vs '$s7b' (differs: $differs; greedy '$g6')"; fails=$((fails + 1))
+fi
+gt0=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json --temperature 0 --seed 3 | ids_of)
+gk1=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json --top-k 1 --seed 9 | ids_of)
+if [[ "$gt0" == "$g6" && "$gk1" == "$g6" ]]; then
+  echo "ok:   generate: --temperature 0 and --top-k 1 are greedy"
+else
+  echo "FAIL: generate greedy by options: '$gt0' / '$gk1' vs '$g6'"; fails=$((fails + 1))
+fi
 expect 2 "give one of --warm-prompt TEXT or --warm-ids" -- generate --model "$dec" --ids 1 --warm-ids 1 --warm-prompt x
 expect 2 "--prefix-block must be an integer in \[1, 4096\], got '0'" -- generate --model "$dec" --ids 1 --prefix-cache --prefix-block 0
 expect 1 "has no GGUF tokenizer for --warm-prompt; give --warm-ids" -- generate --model "$dec" --ids 1 --warm-prompt x
@@ -277,6 +312,39 @@ if [[ -n "${5:-}" ]]; then
   expect 0 '^\{"prompt_ids": \[97, 98\], "ids": \[[0-9]+(, [0-9]+){2}\], "text": "[^"]*", "timings"' -- generate --model "$5" --prompt ab --max-tokens 3 --json
   expect 1 "kOutOfRange: 100004 tokens \(prompt and new ones\) exceed .*context of 256" -- generate --model "$5" --ids 5,6,7,8,9 --max-tokens 100000
   expect 0 '^\{"positions": \[\{"top_ids": \[[0-9]+\]' -- score --model "$5" --ids-file "$tmp/ids.json" --top 1
+  # The tiny GGUF has no tokenizer.chat_template: --chat is the chat_template error.
+  expect 1 "kNotFound: the model has no chat template \(tokenizer.chat_template\); pass a raw prompt" -- generate --model "$5" --chat hi
+fi
+# The real SmolLM2 (LAYA_SMOLLM2_GGUF, tools/fetch-models.sh): --chat renders its template and
+# tokenizes it as llama.cpp did for the recorded conversation (tests/fixtures/decoder/
+# chat_templates.json, tools/reference/make_decoder_fixtures.py: the single user "Hello!" with the
+# generation prompt); generation stops at <|im_end|>, and a seed reproduces its ids.
+smol=${LAYA_SMOLLM2_GGUF:-}
+if [[ -n "$smol" && -f "$smol" ]]; then
+  chat_fx="$(dirname "${BASH_SOURCE[0]}")/../fixtures/decoder/chat_templates.json"
+  want=$(python3 -c '
+import json, sys
+fx = json.load(open(sys.argv[1]))
+c = [c for c in fx["cases"] if c["template"] == "smollm2" and c["add_generation_prompt"]
+     and fx["conversations"][c["conversation"]] == [{"role": "user", "content": "Hello!"}]]
+print(", ".join(map(str, c[0]["ids"])))' "$chat_fx")
+  c1=$("$run" generate --model "$smol" --chat "Hello!" --max-tokens 48 --temperature 0.7 --top-p 0.9 --seed 5 --json)
+  c2=$("$run" generate --model "$smol" --chat "Hello!" --max-tokens 48 --temperature 0.7 --top-p 0.9 --seed 5 --json)
+  if [[ -n "$want" && "$c1" == *"\"prompt_ids\": [$want], "* && "$(ids_of <<<"$c1")" == "$(ids_of <<<"$c2")" ]]; then
+    echo "ok:   generate --chat on SmolLM2: prompt ids as llama.cpp's, seeded ids reproduced"
+  else
+    echo "FAIL: generate --chat on SmolLM2: want prompt [$want], got '$c1' / '$c2'"; fails=$((fails + 1))
+  fi
+  # Greedy, the reply ends with <|im_end|> (id 2, also SmolLM2's EOS) well before 64 tokens.
+  g=$("$run" generate --model "$smol" --chat "Hello!" --max-tokens 64 --json | ids_of)
+  n=$(tr -cd , <<<"$g" | wc -c)
+  if [[ "$g" == *", 2" && $n -lt 63 ]]; then
+    echo "ok:   generate --chat on SmolLM2: greedy reply stops at <|im_end|> after $((n + 1)) ids"
+  else
+    echo "FAIL: generate --chat on SmolLM2: greedy ids '$g' do not stop at <|im_end|>"; fails=$((fails + 1))
+  fi
+else
+  echo "skip: generate --chat on SmolLM2 (LAYA_SMOLLM2_GGUF is not set)"
 fi
 
 echo "$fails failure(s)"

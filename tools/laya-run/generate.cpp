@@ -1,7 +1,8 @@
 // laya-run generate / score: a decoder (a GGUF file, or a .laya decoder over a KV cache) run by
 // runtime/decoder.h: the prompt prefilled in chunks, then one decode step per new token.
 //
-//   laya-run generate --model M (--prompt TEXT | --ids 1,2,3) [--max-tokens N] [--json]
+//   laya-run generate --model M (--prompt TEXT | --chat TEXT | --ids 1,2,3) [--max-tokens N]
+//                     [--temperature T] [--top-k K] [--top-p P] [--seed S] [--json]
 //                     [--prefix-cache [--warm-prompt TEXT | --warm-ids 1,2,3]]
 //   laya-run score --model M --ids-file F.json [--top K]
 //
@@ -24,9 +25,11 @@
 #include "ir/model_file.h"
 #include "kernels/kernels.h"
 #include "runtime/decoder.h"
+#include "runtime/chat_template.h"
 #include "runtime/json.h"
 #include "runtime/kv_cache.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/cli.h"
@@ -39,19 +42,31 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kGenerateUsage =
-    "usage: laya-run generate --model M.gguf|M.laya (--prompt TEXT | --ids ID,ID,...) [options]\n"
+    "usage: laya-run generate --model M.gguf|M.laya (--prompt TEXT | --chat TEXT | --ids "
+    "ID,ID,...)\n"
+    "                         [options]\n"
     "\n"
-    "Greedy generation from a decoder over a KV cache: a GGUF file (llama / qwen2, imported as it\n"
-    "is read) or a .laya decoder graph with a KV cache (states). The prompt is prefilled in "
-    "chunks,\n"
-    "then every new token is one decode step. Stops after --max-tokens or at the GGUF's\n"
-    "end-of-sequence id (included in ids).\n"
+    "Generation from a decoder over a KV cache: a GGUF file (llama / qwen2, imported as it is\n"
+    "read) or a .laya decoder graph with a KV cache (states). The prompt is prefilled in chunks,\n"
+    "then every new token is one decode step. Greedy unless a sampling option is given. Stops\n"
+    "after --max-tokens, at the GGUF's end-of-sequence id and, with --chat, at the template's\n"
+    "end-of-turn token (<|im_end|>, <|eot_id|>); the stop id is included in ids.\n"
     "\n"
     "  --model M        a .gguf file or a .laya decoder\n"
     "  --prompt TEXT    raw text (not empty), tokenized as llama.cpp does (BOS per\n"
     "                   add_bos_token; GGUF only)\n"
+    "  --chat TEXT      one user message rendered with the GGUF's tokenizer.chat_template\n"
+    "                   (ChatML: SmolLM2, Qwen2; Llama 3), with the assistant prompt after it;\n"
+    "                   a model without a known template fails (exit 1)\n"
     "  --ids ID,ID,...  the prompt as token ids\n"
     "  --max-tokens N   tokens to generate, 1..1000000 (default 16)\n"
+    "  --temperature T  sample at temperature T, 0..100 (0: greedy; default 1 when any\n"
+    "                   sampling option is given)\n"
+    "  --top-k K        keep the K most likely tokens, 0..1000000 (default 0: all)\n"
+    "  --top-p P        keep the fewest most likely tokens whose probability sums to P,\n"
+    "                   (0, 1] (default 1: all)\n"
+    "  --seed S         random seed, 0..9223372036854775807 (default 0): the same seed, model\n"
+    "                   and options give the same ids (runtime/sampler.h)\n"
     "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
     "  --json           print {\"prompt_ids\": [...], \"ids\": [...], \"text\": \"...\",\n"
     "                   \"timings\": {...}} (text: the new ids decoded, special tokens\n"
@@ -136,6 +151,11 @@ bool parse_ids(const std::string& text, std::vector<int32_t>* out, std::string* 
     start = comma + 1;
   }
   return true;
+}
+
+// GenerateRequest::pick through runtime/sampler.h; `ctx` is the Sampler.
+int32_t sample_token(std::span<const float> logits, void* ctx) {
+  return static_cast<Sampler*>(ctx)->sample(logits.data(), nullptr);
 }
 
 // A decoder opened for the runner: the GGUF file and its tokenizer, or a .laya graph.
@@ -250,14 +270,23 @@ int cmd_generate(int argc, char** argv) {
   DecoderOptions common;
   bool json = false;
   bool prefix_cache = false;
-  std::string prompt_text, ids_text, warm_text, warm_ids_text;
+  std::string prompt_text, chat_text, ids_text, warm_text, warm_ids_text;
   int64_t max_tokens = 16, prefix_block = 32;
+  // Sampling options; the parser writes only given ones, so values outside the ranges mark
+  // the absent ones.
+  double temperature = -1, top_p = -1;
+  int64_t top_k = -1, seed = -1;
   std::vector<std::string> positional;
   ArgParser p;
   common.declare(p);
   p.text("prompt", &prompt_text);
+  p.text("chat", &chat_text);
   p.text("ids", &ids_text);
   p.integer("max-tokens", 1, 1000000, &max_tokens);
+  p.number("temperature", 0, 100, &temperature);
+  p.integer("top-k", 0, 1000000, &top_k);
+  p.number("top-p", 0, 1, &top_p, /*lo_open=*/true);
+  p.integer("seed", 0, INT64_MAX, &seed);
   p.flag("json", &json);
   p.flag("prefix-cache", &prefix_cache);
   p.integer("prefix-block", 1, 4096, &prefix_block);
@@ -272,16 +301,26 @@ int cmd_generate(int argc, char** argv) {
     return usage_error("unexpected argument '" + positional[0] + "'", kGenerateUsage);
   if (common.model.empty())
     return usage_error("generate needs --model M.gguf|M.laya", kGenerateUsage);
-  const bool has_prompt = !prompt_text.empty();
-  if (has_prompt == !ids_text.empty())
-    return usage_error("generate needs one of --prompt TEXT or --ids ID,ID,...", kGenerateUsage);
+  const bool has_prompt = !prompt_text.empty(), has_chat = !chat_text.empty();
+  if (has_prompt + has_chat + !ids_text.empty() != 1)
+    return usage_error("generate needs one of --prompt TEXT, --chat TEXT or --ids ID,ID,...",
+                       kGenerateUsage);
   if (!warm_text.empty() && !warm_ids_text.empty())
     return usage_error("give one of --warm-prompt TEXT or --warm-ids ID,ID,...", kGenerateUsage);
   const bool warm = !warm_text.empty() || !warm_ids_text.empty();
   prefix_cache = prefix_cache || warm;
   std::vector<int32_t> prompt, warm_prompt;
   std::string err;
-  if (!has_prompt && !parse_ids(ids_text, &prompt, &err)) return usage_error(err, kGenerateUsage);
+  if (!ids_text.empty() && !parse_ids(ids_text, &prompt, &err))
+    return usage_error(err, kGenerateUsage);
+  SamplerConfig sc;
+  const bool sampling = temperature >= 0 || top_k >= 0 || top_p >= 0 || seed >= 0;
+  if (sampling) {
+    sc.temperature = temperature >= 0 ? static_cast<float>(temperature) : 1.0f;
+    sc.top_k = top_k >= 0 ? static_cast<int32_t>(top_k) : 0;
+    sc.top_p = top_p >= 0 ? static_cast<float>(top_p) : 1.0f;
+    sc.seed = seed >= 0 ? static_cast<uint64_t>(seed) : 0;
+  }
   if (!warm_ids_text.empty() && !parse_ids(warm_ids_text, &warm_prompt, &err))
     return usage_error(err, kGenerateUsage);
   runtime::SessionOptions so;
@@ -307,6 +346,34 @@ int cmd_generate(int argc, char** argv) {
   };
   if (has_prompt && !(st = encode(prompt_text, "--prompt", "--ids", &prompt)).is_ok())
     return fail(st);
+  // --chat: the message rendered with the model's template, tokenized with its special tokens;
+  // the template's end-of-turn token stops generation.
+  if (has_chat) {
+    if (d.tokenizer == nullptr)
+      return fail(Status(StatusCode::kInvalidArgument,
+                         common.model + " has no GGUF tokenizer for --chat; give --ids"));
+    Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.gguf);
+    if (!td.is_ok()) return fail(td.status());
+    const std::string_view bos_text =
+        td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size()
+            ? td->tokens[static_cast<size_t>(td->bos_id)]
+            : std::string_view();
+    Result<ChatTemplate> tmpl = ChatTemplate::recognize(td->chat_template, bos_text);
+    if (!tmpl.is_ok()) return fail(tmpl.status());
+    const ChatMessage message{"user", chat_text};
+    Result<std::string> text = tmpl->render(std::span(&message, 1), true);
+    if (!text.is_ok()) return fail(text.status());
+    tok::EncodeOptions eo;
+    eo.add_special_tokens = !tmpl->renders_bos();
+    if (!(st = d.tokenizer->encode(*text, eo, &prompt)).is_ok()) return fail(st);
+    const char* end_of_turn = tmpl->format() == ChatFormat::kChatMl ? "<|im_end|>" : "<|eot_id|>";
+    const int32_t eot = d.tokenizer->token_to_id(end_of_turn);
+    if (eot < 0)
+      return fail(status_error(StatusCode::kInvalidArgument,
+                               "%s has a %s chat template but no %s token", common.model.c_str(),
+                               chat_format_name(tmpl->format()), end_of_turn));
+    sc.stop_ids.push_back(eot);
+  }
   if (!warm_text.empty() &&
       !(st = encode(warm_text, "--warm-prompt", "--warm-ids", &warm_prompt)).is_ok())
     return fail(st);
@@ -344,13 +411,19 @@ int cmd_generate(int argc, char** argv) {
     if (!st.is_ok()) return fail(st);
   }
 
+  if (d.eos >= 0 && std::find(sc.stop_ids.begin(), sc.stop_ids.end(), d.eos) == sc.stop_ids.end())
+    sc.stop_ids.push_back(d.eos);
+  Result<Sampler> sampler = Sampler::create(sc, static_cast<int32_t>(d.runner->vocab()));
+  if (!sampler.is_ok()) return fail(sampler.status());
   std::vector<int32_t> ids;
   runtime::DecoderStats stats;
   runtime::GenerateRequest req;
   req.prompt = prompt;
   req.max_tokens = max_tokens;
   req.prefix_cache = pc.get();
-  if (d.eos >= 0) req.stop = std::span(&d.eos, 1);
+  req.stop = sampler->config().stop_ids;
+  req.pick = sample_token;
+  req.pick_ctx = &*sampler;
   st = d.runner->generate(req, &ids, &stats);
   if (!st.is_ok()) return fail(st);
   std::string text;
@@ -392,7 +465,15 @@ int cmd_generate(int argc, char** argv) {
   std::printf("model: %s (load + import + pack %.1f ms; kernels %s)\n", common.model.c_str(),
               stats.load_ms, kernels_label(common.kernels).c_str());
   std::printf("prompt ids (%zu): %s\n", prompt.size(), id_list(prompt).c_str());
-  std::printf("generated ids (%zu, greedy): %s\n", ids.size(), id_list(ids).c_str());
+  std::string how = "greedy";
+  if (!sampler->greedy()) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "sampled: temperature %g, top-k %d, top-p %g, seed %llu",
+                  static_cast<double>(sc.temperature), sc.top_k, static_cast<double>(sc.top_p),
+                  static_cast<unsigned long long>(sc.seed));
+    how = buf;
+  }
+  std::printf("generated ids (%zu, %s): %s\n", ids.size(), how.c_str(), id_list(ids).c_str());
   if (d.tokenizer != nullptr) std::printf("text: %s\n", text.c_str());
   std::printf(
       "time: prefill %.1f ms (%lld tokens, %lld chunk(s) of <= %lld), first token %.1f ms, "

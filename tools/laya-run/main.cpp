@@ -5,8 +5,9 @@
 //                [--threads N] [--kernels K] [--backends A,B] [--save DIR] [--profile]
 //   laya-run profile MODEL.laya [--backend ax8850] [--vnpu M] [--host chip|pcie] [--dim NAME=N]...
 //                    [--json] [--trace FILE] [--sweep NAME=A,B,...] (tools/laya-run/profile.cpp)
-//   laya-run generate --model M.gguf|M.laya (--prompt TEXT | --ids 1,2,3) [--max-tokens N]
-//                     [--json] ...                                  (tools/laya-run/generate.cpp)
+//   laya-run generate --model M.gguf|M.laya (--prompt TEXT | --chat TEXT | --ids 1,2,3)
+//                     [--max-tokens N] [--temperature T] [--seed S] [--json] ...
+//                                                               (tools/laya-run/generate.cpp)
 //   laya-run score --model M.gguf|M.laya --ids-file F.json [--top K]
 //   laya-run backends
 //   laya-run route --request REQ.json [router options]          (tools/laya-run/decide.cpp)
@@ -52,7 +53,8 @@ constexpr const char* kUsage =
     "  laya-run inspect MODEL.laya [options]   ops, parameters, inputs/outputs, memory plan\n"
     "  laya-run run MODEL.laya [options]       run once or more, print outputs and wall time\n"
     "  laya-run profile MODEL.laya [options]   modelled time per op, call and group (ax8850)\n"
-    "  laya-run generate --model M --prompt T  greedy tokens from a decoder over a KV cache\n"
+    "  laya-run generate --model M --prompt T  greedy or sampled tokens (--chat T: the model's\n"
+    "                                          chat template) from a decoder over a KV cache\n"
     "  laya-run score --model M --ids-file F   top-K next-token predictions after each prefix\n"
     "  laya-run backends                       list the HAL backends in this build\n"
     "  laya-run decide --model M --request R   a typed decision (the SDK's result as JSON)\n"
