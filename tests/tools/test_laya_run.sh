@@ -314,6 +314,29 @@ if [[ -n "${5:-}" ]]; then
   expect 0 '^\{"positions": \[\{"top_ids": \[[0-9]+\]' -- score --model "$5" --ids-file "$tmp/ids.json" --top 1
   # The tiny GGUF has no tokenizer.chat_template: --chat is the chat_template error.
   expect 1 "kNotFound: the model has no chat template \(tokenizer.chat_template\); pass a raw prompt" -- generate --model "$5" --chat hi
+  # A copy with a ChatML template and EOS moved to <|endoftext|> (296), so <|im_end|> (298) stops
+  # only as the template's end of turn: a near-uniform sampled --chat reply ends at 298; the same
+  # prompt given as --ids (no template) with the same seed draws the same ids and goes on past it.
+  tmpl="{% for m in messages %}{{'<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/gguf_set_keys.py" "$5" "$tmp/chat.gguf" \
+    tokenizer.ggml.eos_token_id=u32:296 "tokenizer.chat_template=s:$tmpl"
+  expect 0 "prompt ids \(18\): 297, 117, 115, 263, 10, 104, 105, 298, 10, 297, 291, 115, 105, 115, 272, 110, 116, 10$" -- generate --model "$tmp/chat.gguf" --chat hi --max-tokens 1
+  eot_seed="" chat_ids="" raw_ids=""
+  for seed in $(seq 1 30); do
+    out=$("$run" generate --model "$tmp/chat.gguf" --chat hi --max-tokens 200 --temperature 100 --seed "$seed" --json)
+    ids=$(ids_of <<<"$out")
+    if [[ "$ids" == *", 298" ]]; then
+      eot_seed=$seed chat_ids=$ids
+      prompt=$(sed 's/.*"prompt_ids": \[\([^]]*\)\].*/\1/' <<<"$out" | tr -d ' ')
+      raw_ids=$("$run" generate --model "$tmp/chat.gguf" --ids "$prompt" --max-tokens 200 --temperature 100 --seed "$seed" --json | ids_of)
+      break
+    fi
+  done
+  if [[ -n "$eot_seed" && "$raw_ids" == "$chat_ids, "* ]]; then
+    echo "ok:   generate --chat stops at <|im_end|> (seed $eot_seed); the same ids as --ids go on past it"
+  else
+    echo "FAIL: generate --chat end of turn: seed '$eot_seed', chat '$chat_ids', raw '$raw_ids'"; fails=$((fails + 1))
+  fi
 fi
 # The real SmolLM2 (LAYA_SMOLLM2_GGUF, tools/fetch-models.sh): --chat renders its template and
 # tokenizes it as llama.cpp did for the recorded conversation (tests/fixtures/decoder/
