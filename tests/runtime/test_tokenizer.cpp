@@ -269,6 +269,8 @@ TEST_CASE("malformed tokenizer.json: errors name the problem") {
        "tokens 'b' and 'abc' both have id 1"},
       {R"("abc": 4)", R"("abc": -4)", StatusCode::kInvalidArgument, "out of range"},
       {R"("abc": 4)", R"("abc": 99999999999)", StatusCode::kInvalidArgument, "out of range"},
+      {R"("abc": 4)", R"("abc": 16000000)", StatusCode::kInvalidArgument,
+       "5 tokens with ids up to 16000000: a sparse vocabulary is not supported"},
       {R"("ids": [5])", R"("ids": [77])", StatusCode::kInvalidArgument,
        "special token id 77 is outside the vocabulary"},
       {R"("id": "<s>", "type_id": 0}}, {"Sequence")",
