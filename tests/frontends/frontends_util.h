@@ -1,4 +1,4 @@
-// Helpers for the frontends tests: temporary directories, safetensors images written by hand (the
+// Helpers for the frontends tests (with tests/test_files.h): safetensors images written by hand (the
 // format is simple enough to state in a few lines), fixture paths.
 #pragma once
 
@@ -14,41 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_files.h"
+
 namespace laya::test {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/laya_frontends_XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = std::filesystem::canonical(p).string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  REQUIRE(f.good());
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(f.good());
-}
-
-inline void write_text(const std::string& path, const std::string& text) {
-  write_bytes(path, std::vector<uint8_t>(text.begin(), text.end()));
-}
-
-inline std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE(f.good());
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 // A safetensors image from its header text and data bytes: u64 LE header size, header, data.
 inline std::vector<uint8_t> st_raw(const std::string& header, const std::vector<uint8_t>& data) {

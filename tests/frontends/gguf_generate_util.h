@@ -17,6 +17,7 @@
 #include "runtime/decoder.h"
 #include "runtime/kv_cache.h"
 #include "runtime/session.h"
+#include "tests/test_files.h"
 
 namespace laya::test {
 
@@ -160,15 +161,6 @@ inline std::vector<int32_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
   std::vector<int32_t> v(n);
   for (int32_t& x : v) x = d(rng);
   return v;
-}
-
-// The real SmolLM2 Q4_1 GGUF: LAYA_SMOLLM2_GGUF, else the cache of tools/fetch-models.sh.
-inline std::string smollm2_path() {
-  if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
-  const char* cache = std::getenv("LAYA_MODEL_CACHE");
-  const char* home = std::getenv("HOME");
-  return (cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/laya-models") +
-         "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
 }  // namespace laya::test

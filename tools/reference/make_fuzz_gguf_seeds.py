@@ -15,6 +15,7 @@
 
     /work/refvenv/bin/python tools/reference/make_fuzz_gguf_seeds.py tests/fuzz/seeds/gguf
 """
+import os
 import pathlib
 import sys
 
@@ -24,18 +25,8 @@ from gguf import GGUFValueType as V
 from gguf import GGUFWriter, quantize
 from gguf.constants import GGML_QUANT_SIZES
 
-
-def byte_tokens():
-    """GPT-2's byte-to-unicode table: the 256 single-byte tokens of a byte-level BPE vocabulary."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for _, c in sorted(zip(bs, cs))]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reftools  # noqa: E402
 
 
 def llama_hparams(w, arch, d, layers, heads, kv_heads, ff, ctx=256):
@@ -87,7 +78,7 @@ def decoder_tensors(w, rng, d, layers, heads, kv_heads, ff, vocab, wtype, biases
 
 
 def gpt2_vocab(w, pre):
-    tokens = byte_tokens()
+    tokens = reftools.byte_tokens()
     merges = ["Ġ t", "h e", "Ġt he", "i n", "Ġ a", "e r", "o n", "Ġ s", "a n", "Ġ w"]
     for m in merges:
         tokens.append(m.replace(" ", ""))

@@ -18,22 +18,18 @@ JSON: {"generator": ..., "steps": N, "prompts": [{"text": T, "prompt_ids": [...]
 Usage: /work/refvenv/bin/python tools/reference/make_smollm2_greedy.py GGUF [OUT]
 """
 import json
+import os
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reftools  # noqa: E402
+
+PROMPTS = reftools.SMOLLM2_PROMPTS[:4]
+
 STEPS = 16
 
-PROMPTS = [
-    "The capital of France is",
-    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
-    "<|im_end|>\n<|im_start|>user\nThe fan runs at 80% and the room is at 31 C. Should the "
-    "thermostat lower the target temperature?<|im_end|>\n<|im_start|>assistant\n",
-    '{"action": "reduce_load", "target": "cooling_fan", "value": 0.7, "reason": "',
-    "Once upon a time, in a small village at the edge of a great forest, there lived an old "
-    "clockmaker who repaired every clock in the valley. One winter morning, a stranger knocked "
-    "at his door carrying a clock that",
-]
 
 
 def main():
@@ -43,8 +39,7 @@ def main():
     out = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/gguf/smollm2-llamacpp-greedy.json"
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=path, n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1,
-                          n_threads_batch=1, logits_all=True, verbose=False, seed=0)
+    llm = reftools.llama_cpp_model(path)
     records = []
     for text in PROMPTS:
         ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)

@@ -21,23 +21,19 @@ Usage: /work/refvenv/bin/python tools/reference/make_smollm2_logits.py GGUF [OUT
        (--kv-f32: F32 K/V cache instead of llama.cpp's default F16, for the diagnosis in
        tests/fixtures/gguf/README.md; not the committed fixture)
 """
+import os
 import struct
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reftools  # noqa: E402
+
+PROMPTS = reftools.SMOLLM2_PROMPTS[:4]
+
 TOP_K = 32
 
-PROMPTS = [
-    "The capital of France is",
-    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
-    "<|im_end|>\n<|im_start|>user\nThe fan runs at 80% and the room is at 31 C. Should the "
-    "thermostat lower the target temperature?<|im_end|>\n<|im_start|>assistant\n",
-    '{"action": "reduce_load", "target": "cooling_fan", "value": 0.7, "reason": "',
-    "Once upon a time, in a small village at the edge of a great forest, there lived an old "
-    "clockmaker who repaired every clock in the valley. One winter morning, a stranger knocked "
-    "at his door carrying a clock that",
-]
 
 
 def main():
@@ -51,8 +47,7 @@ def main():
     kw = {}
     if "--kv-f32" in sys.argv:
         kw = {"type_k": 0, "type_v": 0}  # GGML_TYPE_F32
-    llm = llama_cpp.Llama(model_path=path, n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1,
-                          n_threads_batch=1, logits_all=True, verbose=False, seed=0, **kw)
+    llm = reftools.llama_cpp_model(path, **kw)
     vocab = llm.n_vocab()
     data = b"LGLC" + struct.pack("<IIII", 1, len(PROMPTS), vocab, TOP_K)
     for text in PROMPTS:

@@ -23,28 +23,18 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reftools  # noqa: E402
+
 D, HEADS, KV_HEADS, LAYERS, FF, N_MERGES = 64, 4, 2, 2, 96, 40
 HD = D // HEADS
-
-
-def byte_tokens():
-    # GPT-2's bytes_to_unicode: printable bytes stand for themselves, the rest map above U+0100.
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for _, c in sorted(zip(bs, cs))]
 
 
 def write_model(path, arch, seed):
     import gguf
 
     rng = np.random.default_rng(seed)
-    tokens = byte_tokens()
+    tokens = reftools.byte_tokens()
     merges = []
     letters = "etaoinshrdlucmfw"
     pairs = [(a, b) for a in letters for b in letters if a != b]
@@ -121,9 +111,7 @@ def main():
     for name, arch, seed in models:
         path = os.path.join(out, name)
         vocab = write_model(path, arch, seed)
-        llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_batch=64, n_ubatch=64, n_threads=1,
-                              n_threads_batch=1, logits_all=True, verbose=False,
-                              type_k=0, type_v=0)  # GGML_TYPE_F32 K/V cache
+        llm = reftools.llama_cpp_model(path, n_ctx=64, type_k=0, type_v=0)  # F32 K/V cache
         rng = np.random.default_rng(seed + 100)
         prompts = [rng.integers(0, vocab, 7).tolist(), rng.integers(0, vocab, 33).tolist()]
         data += struct.pack("<I", len(name)) + name.encode() + struct.pack("<I", len(prompts))

@@ -347,3 +347,48 @@ def train_sentencepiece_bpe(vocab_size):
         allow_whitespace_only_pieces=True, remove_extra_whitespaces=False, normalization_rule_name="identity",
         user_defined_symbols=["<|user|>", "[MASK]"], minloglevel=2)
     return buf.getvalue()
+
+
+def byte_tokens():
+    """GPT-2's bytes_to_unicode: the 256 single-byte tokens of a byte-level BPE vocabulary, in byte
+    order (printable bytes stand for themselves, the others map above U+0100)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for _, c in sorted(zip(bs, cs))]
+
+
+# Prompts the SmolLM2 scripts run through llama.cpp: the fixtures' four first
+# (make_smollm2_greedy.py, make_smollm2_logits.py), all ten for validate_teacher_forced.py.
+SMOLLM2_PROMPTS = [
+    "The capital of France is",
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    "<|im_end|>\n<|im_start|>user\nThe fan runs at 80% and the room is at 31 C. Should the "
+    "thermostat lower the target temperature?<|im_end|>\n<|im_start|>assistant\n",
+    '{"action": "reduce_load", "target": "cooling_fan", "value": 0.7, "reason": "',
+    "Once upon a time, in a small village at the edge of a great forest, there lived an old "
+    "clockmaker who repaired every clock in the valley. One winter morning, a stranger knocked "
+    "at his door carrying a clock that",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Q: What is the boiling point of water at sea level in degrees Celsius?\nA:",
+    "<|im_start|>user\nList three ways to reduce energy use in a factory.<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    "Alarm log 2024-03-02 14:07: pressure sensor P-12 reads 8.4 bar (limit 8.0). Recommended action:",
+    "Translate to French: The door is open and the light is on.\nFrench:",
+    "1, 2, 3, 5, 8, 13, 21,",
+]
+
+
+def llama_cpp_model(path, n_ctx=256, threads=1, **kw):
+    """llama-cpp-python's Llama on a GGUF as the reference scripts run it: logits for every
+    position, one batch of up to n_ctx tokens, `threads` threads, seed 0, quiet."""
+    import llama_cpp
+
+    return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx,
+                           n_threads=threads, n_threads_batch=threads, logits_all=True,
+                           verbose=False, seed=0, **kw)

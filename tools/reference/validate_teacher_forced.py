@@ -22,23 +22,11 @@ import tempfile
 
 import numpy as np
 
-PROMPTS = [
-    "The capital of France is",
-    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
-    "<|im_end|>\n<|im_start|>user\nThe fan runs at 80% and the room is at 31 C. Should the "
-    "thermostat lower the target temperature?<|im_end|>\n<|im_start|>assistant\n",
-    '{"action": "reduce_load", "target": "cooling_fan", "value": 0.7, "reason": "',
-    "Once upon a time, in a small village at the edge of a great forest, there lived an old "
-    "clockmaker who repaired every clock in the valley. One winter morning, a stranger knocked "
-    "at his door carrying a clock that",
-    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
-    "Q: What is the boiling point of water at sea level in degrees Celsius?\nA:",
-    "<|im_start|>user\nList three ways to reduce energy use in a factory.<|im_end|>\n"
-    "<|im_start|>assistant\n",
-    "Alarm log 2024-03-02 14:07: pressure sensor P-12 reads 8.4 bar (limit 8.0). Recommended action:",
-    "Translate to French: The door is open and the light is on.\nFrench:",
-    "1, 2, 3, 5, 8, 13, 21,",
-]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reftools  # noqa: E402
+
+PROMPTS = reftools.SMOLLM2_PROMPTS
+
 
 
 def main():
@@ -50,9 +38,7 @@ def main():
     a = ap.parse_args()
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=a.gguf, n_ctx=512, n_batch=512, n_ubatch=512,
-                          n_threads=a.threads, n_threads_batch=a.threads, logits_all=True,
-                          verbose=False, seed=0)
+    llm = reftools.llama_cpp_model(a.gguf, n_ctx=512, threads=a.threads)
     steps = top1 = top3 = tok_ok = 0
     for text in PROMPTS:
         ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
