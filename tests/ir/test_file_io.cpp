@@ -18,6 +18,7 @@
 #include "ir/file_io.h"
 #include "ir/model_file.h"
 #include "tests/ir/ir_test_util.h"
+#include "tests/test_files.h"
 
 using namespace laya;
 using namespace laya::ir;
@@ -25,20 +26,7 @@ using namespace laya::ir::test;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/laya_file_io_XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using laya::test::TempDir;
 
 // Runs `f` on its own thread and reports whether it returned within 10 s. If not, `unblock` (which
 // must make `f` return) is called and the thread joined, so a regression fails the test instead of

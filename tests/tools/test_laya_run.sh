@@ -139,18 +139,8 @@ fi
 # laya-make-tiny: every option checked against its range; a configuration that cannot make a model
 # is a bad argument too.
 make_tiny_expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out rc
-  out=$(timeout 60 "$make_tiny" "$@" 2>&1)
-  rc=$?
-  if [[ $rc -ne $code ]] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL: laya-make-tiny $* -> exit $rc (want $code), pattern '$pattern'"
-    echo "$out" | head -20 | sed 's/^/    /'
-    fails=$((fails + 1))
-  else
-    echo "ok:   laya-make-tiny $*"
-  fi
+  local expect_bin=$make_tiny expect_name=laya-make-tiny
+  expect "$@"
 }
 make_tiny_expect 0 "usage: laya-make-tiny" -- --help
 make_tiny_expect 2 "one output path" --
