@@ -10,8 +10,9 @@
 //   estimate(sg)     optional, at prepare: modelled time, for the scheduler and modelled profiles
 //   prepare(sg)      validate, choose kernels, size memory, compile one shape group per bucket
 //                                                                           -> Executable (small, heap)
-//   load(exe, mem)   pack weights into caller-owned persistent memory, or upload them to device
-//                    memory (still the prepare phase)
+//   load(exe, mem)   pack weights into caller-owned persistent memory, take them from the device's
+//                    WeightCache (shared with other sessions), or upload them to device memory
+//                    (still the prepare phase)
 //   reshape(exe, v)  new concrete shapes and their bucket: per-shape decisions; allocates nothing
 //   execute(exe, c)  run; allocates nothing, validates nothing but indices read from tensors
 //
@@ -26,7 +27,10 @@
 // that tells such a backend when the owner changed a state's bytes (KvCache::copy_seq).
 //
 // Errors: every entry returns Status / Result (ir/status.h); a backend never aborts or throws.
-// Threads: a backend owns its workers (the CPU backend a oneTBB arena); none appear here.
+// Threads and packed weights: a backend created with BackendOptions::shared (a runtime::Device,
+// runtime/device.h) borrows the device's resources: a thread cap and a WeightCache holding packed
+// weights every session of a model shares. The CPU backend's workers come from one oneTBB arena per
+// process (hal/cpu/thread_pool.h); no thread type appears here.
 // Conformance: tests/hal/test_conformance.cpp runs every op case on every registered backend
 // against the reference kernels; docs/adding-a-backend.md walks through a new backend.
 #pragma once
@@ -44,7 +48,7 @@
 namespace laya::hal {
 
 // Bumped on any change to this header that breaks a backend; checked by Registry::add.
-inline constexpr uint32_t kApiVersion = 2;
+inline constexpr uint32_t kApiVersion = 3;  // 3: BackendOptions::shared, MemoryNeeds::shared_bytes
 
 // ---- what a backend is -----------------------------------------------------------------------
 
@@ -130,6 +134,49 @@ struct MemoryNeeds {
   uint64_t persistent_bytes = 0;  // packed weights, constant tables: written by load()
   uint64_t scratch_bytes = 0;  // per execute, at PrepareOptions::max_extents; reused across calls
   uint64_t device_bytes = 0;   // device memory the backend allocates itself at load (kDevice)
+  // Packed weights load() takes from the WeightCache (SharedResources::weights) instead of
+  // `persistent`: shared with every other executable packing the same weights the same way.
+  uint64_t shared_bytes = 0;
+};
+
+// ---- resources shared across sessions (owned by runtime::Device) ------------------------------
+
+// What identifies one packed weight. `source` / `source_bytes` are the stored bytes it is packed
+// from: the address is the identity, which is sound because every holder of an entry keeps its
+// graph, and so those bytes, alive and unchanged (a second mapping of the same file has another
+// address and shares nothing). `packing` names everything else the packed bytes depend on (backend,
+// kernel target, weight type, shape); `side` holds side data the packing reads (e.g. i8 scales),
+// compared byte for byte.
+struct PackedWeightKey {
+  const void* source = nullptr;
+  uint64_t source_bytes = 0;
+  std::string packing;
+  std::vector<uint8_t> side;
+};
+
+// Writes `bytes` packed bytes (the size given to acquire) to `dst`.
+using PackFn = void (*)(void* ctx, void* dst);
+
+// Packed weights shared by reference count. Thread-safe: sessions bind concurrently.
+class WeightCache {
+ public:
+  virtual ~WeightCache() = default;
+  // The packed bytes for `key` (`bytes` long, aligned to persistent_alignment(bytes)): an entry
+  // already there (a hit: nothing is packed), or new memory filled by pack(ctx, dst) once (a miss;
+  // a concurrent acquire of the same key waits for that packing, other keys do not). Each success
+  // holds one reference until release(). kResourceExhausted when the memory cannot be had;
+  // kInvalidArgument when an entry of that key has another size.
+  virtual Result<const void*> acquire(const PackedWeightKey& key, uint64_t bytes, PackFn pack,
+                                      void* ctx) = 0;
+  // Drops one reference to what acquire returned; the memory is freed with the last one.
+  virtual void release(const void* packed) = 0;
+};
+
+// A device's resources, given to every backend it creates. Borrowed: outlives the backend and
+// everything it prepared.
+struct SharedResources {
+  int max_threads = 0;             // cap on a backend's threads (>= 1); 0: no cap
+  WeightCache* weights = nullptr;  // null: load() packs into `persistent` as before
 };
 
 // A prepared subgraph. Opaque to the session except for its needs.
@@ -214,7 +261,8 @@ class Backend {
 // ---- registration ----------------------------------------------------------------------------
 
 struct BackendOptions {
-  int n_threads = 0;  // 0: one per core
+  int n_threads = 0;  // 0: one per core (capped at the cores and at shared->max_threads)
+  const SharedResources* shared = nullptr;  // borrowed (see SharedResources); null: none
   // Backend-specific settings, checked by the backend's create (kInvalidArgument naming an
   // unknown key or a bad value): cpu "kernels" (auto | ref | a Highway target) and "model_gflops",
   // "model_gbps", "model_op_us" (its cost model); ax8850 "vnpu", "host", "chip" and any field of

@@ -72,6 +72,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
                           "to a file (model_write); load that file instead",
                           v.name.c_str());
   std::unique_ptr<Session> s(new Session());
+  s->device_ = opts.device != nullptr ? opts.device : Device::process_default();
   s->graph_ = graph;
   const ir::Graph& g = s->graph_;
   const hal::Registry& reg = hal::builtin_registry();
@@ -86,10 +87,11 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
   std::vector<ScheduleBackend> sched;
   size_t fallback = 0;
   for (const std::string& name : names) {
-    const hal::BackendOptions* bo = &opts.backend;
+    hal::BackendOptions bo = opts.backend;
     for (const auto& [n, o] : opts.backend_options)
-      if (n == name) bo = &o;
-    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Backend> b, reg.create(name, *bo));
+      if (n == name) bo = o;
+    bo.shared = s->device_->shared();
+    LAYA_ASSIGN_OR_RETURN(std::unique_ptr<hal::Backend> b, reg.create(name, bo));
     const hal::Capabilities& caps = b->capabilities();
     ir::DType act = caps.default_activations;
     for (const auto& [n, d] : opts.activations)
@@ -211,6 +213,7 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
     s->req_.scratch_bytes =
         std::max(s->req_.scratch_bytes, round_up(info.needs.scratch_bytes, kRegionAlign));
     s->req_.device_bytes += info.needs.device_bytes;
+    s->req_.shared_bytes += info.needs.shared_bytes;
     for (ir::NodeId n : pe.sg.nodes)
       s->placement_[n].executable = static_cast<int>(s->exe_info_.size());
     s->exe_info_.push_back(std::move(info));

@@ -16,8 +16,10 @@
 //                and has each backend prepare its executables (one shape group per bucket) and
 //                report its persistent / scratch / device needs. Allocates.
 //   bind_memory  takes the three caller-owned regions, checks size and alignment, and has every
-//                backend write its packed weights into its slice of `persistent`. Allocates only
-//                inside backends' load (temporary buffers while packing).
+//                backend write its packed weights into its slice of `persistent`, or take them
+//                from the device's packed-weight cache (runtime/device.h: the CPU backend when the
+//                device shares weights). Allocates only inside backends' load (temporary buffers
+//                while packing) and in the cache (a weight no session of the device holds yet).
 //   bind_states  (graphs with state values, ir/graph.h) the caller's memory of every state, e.g.
 //                a KV cache's; several sessions of one graph may share it (a prefill and a decode
 //                session write one cache). Allocates nothing.
@@ -31,7 +33,8 @@
 // with kFailedPrecondition. One thread at a time may call into a session.
 //
 // Ownership: the session copies the graph (weights are shared through Graph::keepalive, never
-// copied) and owns its backends and executables. The memory regions are the caller's: they must
+// copied), owns its backends and executables, and holds its device (SessionOptions::device), whose
+// threads and packed weights it shares with the device's other sessions. The memory regions are the caller's: they must
 // stay valid and untouched from bind_memory until the session is destroyed or rebound; state
 // memory stays valid from bind_states until then, and only executes (kv_write) and the owner of
 // the states (e.g. KvCache) write it.
@@ -47,6 +50,7 @@
 
 #include "hal/hal.h"
 #include "ir/graph.h"
+#include "runtime/device.h"
 #include "ir/memory_plan.h"
 #include "ir/status.h"
 #include "runtime/scheduler.h"
@@ -63,11 +67,15 @@ struct MemoryRegion {
 inline constexpr uint64_t kRegionAlign = 64;
 
 struct SessionOptions {
+  // The device whose threads and packed-weight cache the session's backends use; null: the
+  // process default (Device::process_default()).
+  std::shared_ptr<Device> device;
   // Backends by registry name, in order of preference. A node goes to the first one whose
   // supports() accepts it, else to "cpu" (always created: the fallback) with the refusals
   // recorded in the placement report.
   std::vector<std::string> backends = {"cpu"};
-  hal::BackendOptions backend;  // given to every backend's create...
+  hal::BackendOptions
+      backend;  // given to every backend's create (its `shared` set to the device's)...
   // ...unless a backend has its own here (by name): settings such as cpu "kernels", ax8850 "vnpu".
   std::vector<std::pair<std::string, hal::BackendOptions>> backend_options;
   // Activation precision per backend (by name); a backend not listed uses its default
@@ -92,6 +100,9 @@ struct MemoryRequirements {
   uint64_t activation_bytes = 0;  // the largest bucket plan
   uint64_t scratch_bytes = 0;     // the largest executable scratch (executables run in turn)
   uint64_t device_bytes = 0;      // device memory the backends allocate themselves (reported)
+  // Packed weights in the device's cache (not in `persistent`; shared with the device's other
+  // sessions of the same graph, so N sessions use these bytes once). Reported.
+  uint64_t shared_bytes = 0;
 };
 
 // What the regions actually used so far.
@@ -157,6 +168,7 @@ class Session {
   const std::vector<ir::Symbol>& symbols() const { return symbols_; }
   // The backends in use, by name (for their capabilities).
   const hal::Backend* backend(const std::string& name) const;
+  Device& device() const { return *device_; }
 
   // The modelled timeline of one execute at these symbol values (graph order; within bounds):
   // every executable's estimate, one after another. Needs no memory and runs nothing (for
@@ -207,6 +219,7 @@ class Session {
     hal::Subgraph sg;
   };
 
+  std::shared_ptr<Device> device_;  // first: outlives the backends and executables below
   ir::Graph graph_;
   std::vector<std::pair<std::string, std::unique_ptr<hal::Backend>>> backends_;
   std::vector<Exe> exes_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -59,7 +60,7 @@ struct Step {
   kernels::WType wtype = kernels::WType::kF32;
   kernels::MatmulKernel mm;
   int64_t n = 0, k = 0;
-  uint64_t packed_offset = 0;         // matmul: in the persistent region
+  int packed = -1;                    // matmul: index into CpuExecutable::packed
   uint64_t scales_offset = 0;         // embedding i8 per-tensor: expanded scales in persistent
   const float* row_scales = nullptr;  // embedding i8 per-row: the graph's scales
   const void* table = nullptr;        // embedding: the graph's weight bytes (never copied)
@@ -69,18 +70,29 @@ struct Step {
   kernels::AttentionArgs att;  // shapes, strides and flags; pointers bound at execute
 };
 
-// A weight packed by load().
+// A weight packed by load(): into the persistent region at `offset`, or taken from the device's
+// WeightCache (`cached`).
 struct Packed {
   ir::ValueId value = ir::kNoValue;
   kernels::WType type = kernels::WType::kF32;
   kernels::MatmulKernel mm;
   int64_t n = 0, k = 0;
   uint64_t offset = 0, bytes = 0;
-  bool expand_scales = false;  // i8 per-tensor: one scale repeated per row
+  bool expand_scales = false;     // i8 per-tensor: one scale repeated per row
+  const uint8_t* data = nullptr;  // set by load()
+  bool cached = false;            // `data` is a WeightCache reference this executable holds
 };
 
 class CpuExecutable final : public Executable {
  public:
+  ~CpuExecutable() override { release(); }
+  // Drops the cache references of the last load().
+  void release() {
+    for (Packed& p : packed) {
+      if (p.cached && p.data != nullptr) cache->release(p.data);
+      p.data = nullptr;
+    }
+  }
   MemoryNeeds needs() const override { return needs_; }
   uint64_t reshaped_scratch_bytes() const override { return reshaped_scratch_; }
 
@@ -96,6 +108,7 @@ class CpuExecutable final : public Executable {
   MemoryNeeds needs_;
   uint64_t reshaped_scratch_ = 0;
   uint8_t* persistent = nullptr;  // set by load()
+  WeightCache* cache = nullptr;   // borrowed from the backend's SharedResources
 };
 
 class CpuBackend final : public Backend {
@@ -107,10 +120,14 @@ class CpuBackend final : public Backend {
     double op_us = 2.0;    // fixed cost per node
   };
 
-  CpuBackend(const kernels::KernelTable& table, int n_threads, const CostModel& cost)
-      : table_(table), pool_(n_threads), cost_(cost) {
+  CpuBackend(const kernels::KernelTable& table, int n_threads, WeightCache* cache,
+             const CostModel& cost)
+      : table_(table), pool_(ArenaPool::shared(), n_threads), cache_(cache), cost_(cost) {
     description_ = std::string("CPU: ") + table_.isa + " kernels, " +
-                   std::to_string(pool_.n_threads()) + " thread(s) in a oneTBB arena";
+                   std::to_string(pool_.n_threads()) + " of " +
+                   std::to_string(pool_.pool().n_threads()) +
+                   " thread(s) in the process's oneTBB arena" +
+                   (cache_ != nullptr ? ", packed weights shared" : "");
     caps_.name = "cpu";
     caps_.description = description_.c_str();
     caps_.n_groups = static_cast<uint32_t>(pool_.n_threads());
@@ -138,7 +155,8 @@ class CpuBackend final : public Backend {
   Status run_step(const CpuExecutable& e, const Step& s, const ExecContext& ctx) const;
 
   kernels::KernelTable table_;
-  ArenaPool pool_;
+  PoolLease pool_;
+  WeightCache* cache_ = nullptr;  // borrowed (BackendOptions::shared); null: pack into persistent
   CostModel cost_;
   std::string description_;
   Capabilities caps_;
@@ -253,7 +271,8 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
   const ir::Graph& g = *sg.graph;
   auto e = std::make_unique<CpuExecutable>();
   e->graph = &g;
-  uint64_t persistent = 0, scratch = 0;
+  e->cache = cache_;
+  uint64_t persistent = 0, scratch = 0, shared = 0;
   auto reserve = [&](uint64_t bytes) {
     persistent = round_up(persistent, persistent_alignment(bytes));
     const uint64_t at = persistent;
@@ -292,12 +311,15 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
           p.n = s.n;
           p.k = s.k;
           p.bytes = s.mm.packed_bytes(s.n, s.k);
-          p.offset = reserve(p.bytes);
+          if (cache_ != nullptr)
+            shared += p.bytes;
+          else
+            p.offset = reserve(p.bytes);
           p.expand_scales = w.quant.kind == ir::QuantKind::kPerTensor;
           e->packed.push_back(p);
           it = e->packed.end() - 1;
         }
-        s.packed_offset = it->offset;
+        s.packed = static_cast<int>(it - e->packed.begin());
       } else {
         s.table = w.data;
         if (s.wtype == kernels::WType::kI8) {
@@ -314,6 +336,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
     e->steps.push_back(std::move(s));
   }
   e->needs_.persistent_bytes = persistent;
+  e->needs_.shared_bytes = shared;
   e->needs_.scratch_bytes = round_up(scratch, 64);
   e->reshaped_scratch_ = 0;
   return std::unique_ptr<Executable>(std::move(e));
@@ -360,8 +383,16 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
     if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
   }
   const ir::Graph& g = *e.graph;
+  // A second load (the session rebinds) takes its references again before it drops the old ones,
+  // so an entry only this executable holds is not freed and packed again.
+  std::vector<const void*> old;
+  for (Packed& p : e.packed) {
+    if (p.cached && p.data != nullptr) old.push_back(p.data);
+    p.data = nullptr;
+    p.cached = false;
+  }
   std::vector<float> scales;
-  for (const Packed& p : e.packed) {
+  for (Packed& p : e.packed) {
     const ir::Value& w = g.values[p.value];
     const float* s = nullptr;
     if (p.type == kernels::WType::kI8) {
@@ -372,8 +403,45 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
         s = w.quant.scales.data();
       }
     }
-    p.mm.pack(w.data, s, p.n, p.k, base + p.offset);
+    if (cache_ == nullptr) {
+      p.mm.pack(w.data, s, p.n, p.k, base + p.offset);
+      p.data = base + p.offset;
+      continue;
+    }
+    // The packed bytes depend on the source bytes, the pack routine (kernel target and weight
+    // type), the shape and the scales: all of it is in the key.
+    PackedWeightKey key;
+    key.source = w.data;
+    key.source_bytes = w.nbytes;
+    char pack_id[64];
+    std::snprintf(pack_id, sizeof pack_id, " pack@%p", reinterpret_cast<void*>(p.mm.pack));
+    key.packing = std::string("cpu ") + table_.isa + " " + kernels::wtype_name(p.type) + " [" +
+                  std::to_string(p.n) + ", " + std::to_string(p.k) + "]" + pack_id;
+    if (s != nullptr) {
+      const auto* sb = reinterpret_cast<const uint8_t*>(s);
+      key.side.assign(sb, sb + static_cast<size_t>(p.n) * sizeof(float));
+    }
+    struct Job {
+      const Packed* p;
+      const void* src;
+      const float* scales;
+    } job{&p, w.data, s};
+    Result<const void*> got = cache_->acquire(
+        key, p.bytes,
+        [](void* ctx, void* dst) {
+          const Job& j = *static_cast<const Job*>(ctx);
+          j.p->mm.pack(j.src, j.scales, j.p->n, j.p->k, dst);
+        },
+        &job);
+    if (!got.is_ok()) {
+      e.release();
+      for (const void* o : old) cache_->release(o);
+      return got.status();
+    }
+    p.data = static_cast<const uint8_t*>(*got);
+    p.cached = true;
   }
+  for (const void* o : old) cache_->release(o);
   for (const CpuExecutable::ScaleTable& t : e.scale_tables) {
     float* dst = reinterpret_cast<float*>(base + t.offset);
     std::fill(dst, dst + t.rows, g.values[t.value].quant.scales[0]);
@@ -532,8 +600,8 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
       return Status::ok();
     }
     case ir::Op::kMatMul:
-      s.mm.run(e.persistent + s.packed_offset, f32(s.in[0]), s.k, f32(s.out), s.n, opt(s.in[2]),
-               s.rows, s.n, s.k, ctx.scratch, pool);
+      s.mm.run(e.packed[static_cast<size_t>(s.packed)].data, f32(s.in[0]), s.k, f32(s.out), s.n,
+               opt(s.in[2]), s.rows, s.n, s.k, ctx.scratch, pool);
       return Status::ok();
     case ir::Op::kAdd:
     case ir::Op::kMul:
@@ -710,7 +778,13 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
     return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
                         kernels_name.c_str(), have.c_str());
   }
-  return std::unique_ptr<Backend>(new CpuBackend(table, opts.n_threads, cost));
+  // Threads: the caller's count (0: every core), capped at the cores and the device's cap.
+  int threads = opts.n_threads == 0 ? ArenaPool::max_threads() : opts.n_threads;
+  threads = std::min(threads, ArenaPool::max_threads());
+  if (opts.shared != nullptr && opts.shared->max_threads > 0)
+    threads = std::min(threads, opts.shared->max_threads);
+  WeightCache* cache = opts.shared != nullptr ? opts.shared->weights : nullptr;
+  return std::unique_ptr<Backend>(new CpuBackend(table, threads, cache, cost));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <oneapi/tbb/info.h>
@@ -40,8 +41,10 @@ struct JobSlot {
   std::atomic<int64_t> done{0};     // chunks finished in the current job
   std::atomic<uint32_t> gen{0};     // bumped per job; workers park on it
   std::atomic<bool> stop{false};
-  std::atomic<bool> busy{false};  // a caller owns the slot
-  std::atomic<int> running{0};    // worker loops currently inside the arena
+  std::atomic<bool> busy{false};    // a caller owns the slot
+  std::atomic<int> helpers{0};      // workers that joined the current job
+  std::atomic<int> max_helpers{0};  // how many the current job takes (its threads - 1)
+  std::atomic<int> running{0};      // worker loops currently inside the arena
 
   // Claims and runs chunks of job `g` until none is left (or the slot moved to another job).
   //
@@ -85,6 +88,11 @@ struct JobSlot {
       }
       seen = g;
       if (stop.load(std::memory_order_seq_cst)) break;
+      // A job limited to fewer threads (PoolLease) takes only that many helpers. A late worker of
+      // an older job may count towards this one: the caller then takes its chunks.
+      if (helpers.fetch_add(1, std::memory_order_seq_cst) >=
+          max_helpers.load(std::memory_order_seq_cst))
+        continue;
       work(g);
     }
     running.fetch_sub(1, std::memory_order_seq_cst);
@@ -167,11 +175,44 @@ int ArenaPool::warm_up(int timeout_ms) {
   return running.load(std::memory_order_acquire);
 }
 
+int ArenaPool::max_threads() {
+  return std::max(1, tbb::info::default_concurrency());
+}
+
+std::shared_ptr<ArenaPool> ArenaPool::shared() {
+  static std::mutex* m = new std::mutex();
+  static auto* weak = new std::weak_ptr<ArenaPool>();
+  std::lock_guard<std::mutex> lock(*m);
+  std::shared_ptr<ArenaPool> p = weak->lock();
+  if (p == nullptr) {
+    p = std::make_shared<ArenaPool>(max_threads());
+    *weak = p;
+  }
+  return p;
+}
+
 void ArenaPool::run(void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, void* ctx) {
-  if (n <= 0) return;
   ArenaPool& self = *static_cast<ArenaPool*>(impl);
+  self.run_limited(self.view_.n_threads, n, grain, fn, ctx);
+}
+
+PoolLease::PoolLease(std::shared_ptr<ArenaPool> pool, int n_threads) : pool_(std::move(pool)) {
+  view_.run = &PoolLease::run;
+  view_.impl = this;
+  view_.n_threads = std::clamp(n_threads, 1, pool_->n_threads());
+}
+
+void PoolLease::run(void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, void* ctx) {
+  PoolLease& self = *static_cast<PoolLease*>(impl);
+  self.pool_->run_limited(self.view_.n_threads, n, grain, fn, ctx);
+}
+
+void ArenaPool::run_limited(int n_threads, int64_t n, int64_t grain, kernels::RangeFn fn,
+                            void* ctx) {
+  if (n <= 0) return;
+  ArenaPool& self = *this;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t threads = self.view_.n_threads;
+  const int64_t threads = std::min(n_threads, self.view_.n_threads);
   // Chunks of a multiple of `grain`, about 4 per thread so a slow thread does not hold the rest.
   const int64_t per = std::max<int64_t>(1, (n + grain * threads * 4 - 1) / (grain * threads * 4));
   const int64_t len = per * grain;
@@ -190,6 +231,8 @@ void ArenaPool::run(void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, v
   s.chunk.store(len, std::memory_order_seq_cst);
   s.n_chunks.store(count, std::memory_order_seq_cst);
   s.done.store(0, std::memory_order_seq_cst);
+  s.helpers.store(0, std::memory_order_seq_cst);
+  s.max_helpers.store(static_cast<int>(threads) - 1, std::memory_order_seq_cst);
   s.ticket.store(uint64_t{g} << 32, std::memory_order_seq_cst);
   s.gen.store(g, std::memory_order_release);
   s.gen.notify_all();  // a futex wake only when a worker is parked

@@ -26,13 +26,19 @@
 //
 // Costs: while a pool lives its n_threads - 1 workers stay in its arena (parked on the futex when
 // idle). oneTBB starts n_cores - 1 workers per process; a second pool created while a first one
-// holds them gets its loops started only when they free up, and runs serially meanwhile.
+// holds them gets its loops started only when they free up, and runs serially meanwhile (measured
+// before the shared pool: a second session got 0 workers and waited 500 ms in warm_up). So every
+// CPU backend takes its threads from one process pool, ArenaPool::shared(), through a PoolLease of
+// the thread count it was asked for.
 //
 // One job at a time: run() called from inside a job (nested), or concurrently from a second
-// thread, runs the range serially on the calling thread.
+// thread, runs the range serially on the calling thread. So sessions sharing the pool never wait
+// for each other: whoever posts a job while the workers are idle gets them all (up to its lease),
+// a job posted while they serve another runs on its caller's thread alone.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "kernels/kernels.h"
 
@@ -61,11 +67,40 @@ class ArenaPool {
   // kernels::ThreadPool::run: fn(ctx, b, e) over disjoint ranges covering [0, n), each a multiple
   // of `grain` long except possibly the last. Allocates nothing.
   static void run(void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, void* ctx);
+  // The same, split for `threads` (<= n_threads()) with at most threads - 1 workers helping.
+  void run_limited(int threads, int64_t n, int64_t grain, kernels::RangeFn fn, void* ctx);
+
+  // The threads this process may use (oneTBB's default concurrency: the cores in its affinity
+  // mask), at least 1.
+  static int max_threads();
+  // The process pool of max_threads() threads: made on first use, shared by every holder, and
+  // stopped (its arena kept idle, see above) when the last holder drops it. Thread-safe.
+  static std::shared_ptr<ArenaPool> shared();
 
   struct Arena;  // a task_arena and its job slot; lives until the process exits
 
  private:
   Arena* arena_ = nullptr;  // null for one thread
+  kernels::ThreadPool view_;
+};
+
+// A share of a pool: jobs split for n_threads (capped at the pool's) and at most n_threads - 1 of
+// its workers. Keeps the pool alive.
+class PoolLease {
+ public:
+  PoolLease(std::shared_ptr<ArenaPool> pool, int n_threads);
+  PoolLease(const PoolLease&) = delete;
+  PoolLease& operator=(const PoolLease&) = delete;
+
+  int n_threads() const { return view_.n_threads; }
+  const kernels::ThreadPool* view() const { return &view_; }
+  int warm_up(int timeout_ms) { return pool_->warm_up(timeout_ms); }
+  const ArenaPool& pool() const { return *pool_; }
+
+ private:
+  static void run(void* impl, int64_t n, int64_t grain, kernels::RangeFn fn, void* ctx);
+
+  std::shared_ptr<ArenaPool> pool_;
   kernels::ThreadPool view_;
 };
 

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -316,9 +317,13 @@ void cover_range(void* ctx, int64_t b, int64_t e) {
 
 TEST_CASE(
     "cpu thread pool: covers the range once, in grain multiples, on 2 threads, no allocation") {
-  hal::cpu::ArenaPool pool(2);
+  // Every CPU backend leases its threads from the process pool (the default device holds it, so
+  // its workers run for the whole test binary): a lease of 2 of them.
+  const std::shared_ptr<hal::cpu::ArenaPool> shared = hal::cpu::ArenaPool::shared();
+  REQUIRE(shared->n_threads() >= 2);
+  hal::cpu::PoolLease pool(shared, 2);
   REQUIRE(pool.n_threads() == 2);
-  REQUIRE(pool.warm_up(5000) == 1);  // the one worker loop runs
+  REQUIRE(pool.warm_up(5000) == shared->n_threads() - 1);  // the worker loops run
   const kernels::ThreadPool* view = pool.view();
   std::atomic<int> bad_len{0}, other{0};
   for (int64_t n : {1, 7, 64, 1000, 4097})
@@ -355,14 +360,48 @@ TEST_CASE(
       },
       &nested);
   CHECK(nested.sum.load() == 640);
+
+  // A lease of one thread runs every chunk on its caller: no worker joins.
+  hal::cpu::PoolLease one(shared, 1);
+  REQUIRE(one.n_threads() == 1);
+  std::atomic<int> other_one{0};
+  std::vector<std::atomic<int>> hits(1000);
+  Cover c{&hits, &bad_len, &other_one, std::this_thread::get_id(), 1000, 4};
+  for (int rep = 0; rep < 50; ++rep) one.view()->run(one.view()->impl, 1000, 4, cover_range, &c);
+  for (auto& h : hits) REQUIRE(h.load() == 50);
+  CHECK(other_one.load() == 0);
+}
+
+TEST_CASE("cpu thread pool: two leases of the process pool (two sessions) both get its workers") {
+  // Before the process pool each CPU backend made its own arena; oneTBB gives a process
+  // n_cores - 1 workers, so the second backend's arena got none and ran every job on its caller.
+  const std::shared_ptr<hal::cpu::ArenaPool> shared = hal::cpu::ArenaPool::shared();
+  REQUIRE(shared->n_threads() >= 2);
+  hal::cpu::PoolLease a(shared, 0), b(shared, shared->n_threads());
+  CHECK(a.n_threads() == 1);  // clamped to [1, the pool's threads]
+  REQUIRE(b.warm_up(5000) == shared->n_threads() - 1);
+  hal::cpu::PoolLease c(shared, shared->n_threads());
+  for (const hal::cpu::PoolLease* lease : {&b, &c}) {
+    std::atomic<int> bad_len{0}, other{0};
+    std::vector<std::atomic<int>> hits(4096);
+    Cover cv{&hits, &bad_len, &other, std::this_thread::get_id(), 4096, 16};
+    // On a loaded machine a worker may miss a short job; one without workers misses them all.
+    int reps = 0;
+    for (; reps < 5000 && other.load() == 0; ++reps)
+      lease->view()->run(lease->view()->impl, 4096, 16, cover_range, &cv);
+    for (auto& h : hits) REQUIRE(h.load() == reps);
+    CHECK(bad_len.load() == 0);
+    CHECK(other.load() > 0);  // a worker took chunks of this lease's jobs
+  }
 }
 
 TEST_CASE("cpu thread pool: back-to-back jobs of different sizes never mix their chunks") {
   // A worker that is late for one job must not claim a chunk of the next one with mixed
   // parameters (or count it as done for the wrong job): alternate small and large jobs with
   // distinct contexts and check each job covered its own range exactly once.
-  hal::cpu::ArenaPool pool(2);
-  REQUIRE(pool.warm_up(5000) == 1);
+  const std::shared_ptr<hal::cpu::ArenaPool> shared = hal::cpu::ArenaPool::shared();
+  hal::cpu::PoolLease pool(shared, 2);
+  REQUIRE(pool.warm_up(5000) == shared->n_threads() - 1);
   const kernels::ThreadPool* view = pool.view();
   struct Job {
     std::vector<int> hits;

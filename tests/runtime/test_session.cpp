@@ -59,9 +59,17 @@ TEST_CASE("lifecycle: calls out of order fail with kFailedPrecondition") {
         StatusCode::kInvalidArgument);
 }
 
+// Options whose device packs weights into the session's persistent region (no shared cache).
+runtime::SessionOptions unshared(runtime::SessionOptions o) {
+  runtime::DeviceOptions d;
+  d.share_weights = false;
+  o.device = *runtime::Device::create(d);
+  return o;
+}
+
 TEST_CASE("errors leave the session usable: regions, bounds, alignment, ids") {
   const ir::Graph g = encoder();
-  TinyRun run = make_run(g, cpu_options("ref"));
+  TinyRun run = make_run(g, unshared(cpu_options("ref")));
   Session& s = *run.session;
   const TinyInputs in = tiny_inputs(2, 9, 101, 2);
   std::vector<float> want, got;
@@ -166,7 +174,7 @@ TEST_CASE("a large persistent region must be 2 MiB aligned; large weights sit on
   cfg.max_seq = 16;
   auto g = tools::make_tiny_encoder(cfg, 3);
   REQUIRE(g.is_ok());
-  auto s = Session::prepare(*g, cpu_options("ref"));
+  auto s = Session::prepare(*g, unshared(cpu_options("ref")));
   REQUIRE(s.is_ok());
   const runtime::MemoryRequirements& req = (*s)->requirements();
   REQUIRE(req.persistent_bytes >= hal::kHugePageBytes);

@@ -71,6 +71,7 @@ expect 2 "--backends: no backend 'npu9' in this build \(have: cpu, null, ax8850\
 expect 2 "--kernels nosuchisa is not one of: auto, ref" -- run "$enc" --kernels nosuchisa
 expect 0 "^cpu .*thread" -- backends
 expect 0 "^null .*supports no op" -- backends
+expect 0 "^device: up to [0-9]+ thread\(s\) per session, .*packed weights shared" -- backends
 expect 2 "backends takes no arguments" -- backends extra
 expect 2 "unknown option --bogus" -- backends --bogus
 

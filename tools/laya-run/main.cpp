@@ -78,8 +78,8 @@ constexpr const char* kInspectUsage =
 constexpr const char* kBackendsUsage =
     "usage: laya-run backends\n"
     "\n"
-    "Lists the HAL backends in this build (and any refused at registration, with the reason) and\n"
-    "the Highway targets this CPU runs.\n";
+    "Lists the HAL backends in this build (and any refused at registration, with the reason), the\n"
+    "process's device (threads, packed-weight cache) and the Highway targets this CPU runs.\n";
 
 constexpr const char* kRunUsage =
     "usage: laya-run run MODEL.laya [options]\n"
@@ -302,6 +302,10 @@ int cmd_inspect(int argc, char** argv) {
   std::printf("memory plan:\n");
   std::printf("  persistent   %12s  (packed weights; the file's weights stay mapped: %s)\n",
               human_bytes(req.persistent_bytes).c_str(), human_bytes(total_bytes).c_str());
+  std::printf(
+      "  shared       %12s  (packed weights in the device's cache, once for all its "
+      "sessions of this model)\n",
+      human_bytes(req.shared_bytes).c_str());
   std::printf("  scratch      %12s  (largest per-execute need)\n",
               human_bytes(req.scratch_bytes).c_str());
   std::printf("  activations  %12s  (largest bucket), per bucket:\n",
@@ -680,8 +684,11 @@ int cmd_backends(int argc, char** argv) {
   }
   if (!positional.empty()) return bad_args("backends takes no arguments", kBackendsUsage);
   const hal::Registry& r = hal::builtin_registry();
+  const std::shared_ptr<runtime::Device> dev = runtime::Device::process_default();
+  hal::BackendOptions bo;
+  bo.shared = dev->shared();
   for (const hal::BackendInfo& b : r.list()) {
-    Result<std::unique_ptr<hal::Backend>> be = b.create(hal::BackendOptions{});
+    Result<std::unique_ptr<hal::Backend>> be = b.create(bo);
     if (!be.is_ok()) {
       std::printf("%-8s (unavailable: %s)\n", b.name, be.status().to_string().c_str());
       continue;
@@ -693,6 +700,13 @@ int cmd_backends(int argc, char** argv) {
   for (const hal::RefusedBackend& x : r.refused())
     std::printf("%-8s (refused at registration: %s)\n", x.name.c_str(),
                 x.reason.to_string().c_str());
+  const runtime::WeightCacheStats ws = dev->weight_stats();
+  std::printf(
+      "device: up to %d thread(s) per session, %d in the process arena (%d worker(s) "
+      "running); packed weights %s (%llu entries, %s)\n",
+      dev->n_threads(), dev->arena_threads(), dev->arena_workers_running(),
+      dev->shares_weights() ? "shared" : "per session", static_cast<unsigned long long>(ws.entries),
+      human_bytes(ws.bytes).c_str());
   std::printf("Highway targets compiled and supported here:");
   for (int64_t t : kernels::kernel_hwy_targets())
     std::printf(" %s", kernels::kernel_target_name(t));

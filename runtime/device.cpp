@@ -1,0 +1,152 @@
+#include "runtime/device.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+#include "hal/cpu/thread_pool.h"
+
+namespace laya::runtime {
+
+class Device::Cache final : public hal::WeightCache {
+ public:
+  ~Cache() override {
+    // Sessions hold their device, so every reference is gone by now.
+    for (auto& [key, e] : entries_) std::free(e.data);
+  }
+
+  Result<const void*> acquire(const hal::PackedWeightKey& key, uint64_t bytes, hal::PackFn pack,
+                              void* ctx) override {
+    const Key k{key.source, key.source_bytes, key.packing, key.side};
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      auto it = entries_.find(k);
+      if (it == entries_.end()) break;
+      Entry& e = it->second;
+      if (e.bytes != bytes)
+        return status_error(StatusCode::kInvalidArgument,
+                            "weight cache: '%s' is cached with %llu bytes, %llu asked",
+                            key.packing.c_str(), static_cast<unsigned long long>(e.bytes),
+                            static_cast<unsigned long long>(bytes));
+      if (e.ready) {
+        ++e.refs;
+        ++hits_;
+        return static_cast<const void*>(e.data);
+      }
+      ready_.wait(lock);  // another session packs it now; then look again
+    }
+    // A miss: claim the key, pack outside the lock.
+    Entry& e = entries_[k];
+    e.bytes = bytes;
+    e.refs = 1;
+    ++misses_;
+    lock.unlock();
+    const uint64_t align = hal::persistent_alignment(bytes);
+    const uint64_t size = (std::max<uint64_t>(bytes, 1) + align - 1) / align * align;
+    void* mem = std::aligned_alloc(align, size);
+    if (mem != nullptr) {
+      if (align == hal::kHugePageBytes) (void)madvise(mem, size, MADV_HUGEPAGE);  // a hint
+      pack(ctx, mem);
+    }
+    lock.lock();
+    auto it = entries_.find(k);
+    if (mem == nullptr) {
+      entries_.erase(it);
+      ready_.notify_all();
+      return status_error(StatusCode::kResourceExhausted,
+                          "weight cache: no memory for %llu packed bytes of '%s'",
+                          static_cast<unsigned long long>(bytes), key.packing.c_str());
+    }
+    it->second.data = static_cast<uint8_t*>(mem);
+    it->second.ready = true;
+    by_data_[mem] = it;
+    bytes_ += bytes;
+    ready_.notify_all();
+    return static_cast<const void*>(mem);
+  }
+
+  void release(const void* packed) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto d = by_data_.find(packed);
+    if (d == by_data_.end()) return;  // not ours: nothing to drop
+    auto it = d->second;
+    if (--it->second.refs > 0) return;
+    bytes_ -= it->second.bytes;
+    std::free(it->second.data);
+    by_data_.erase(d);
+    entries_.erase(it);
+  }
+
+  WeightCacheStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    WeightCacheStats s;
+    for (const auto& [key, e] : entries_)
+      if (e.ready) {
+        ++s.entries;
+        s.references += e.refs;
+      }
+    s.bytes = bytes_;
+    s.hits = hits_;
+    s.misses = misses_;
+    return s;
+  }
+
+ private:
+  using Key = std::tuple<const void*, uint64_t, std::string, std::vector<uint8_t>>;
+  struct Entry {
+    uint8_t* data = nullptr;
+    uint64_t bytes = 0;
+    uint64_t refs = 0;
+    bool ready = false;  // false while its first acquire packs it
+  };
+
+  mutable std::mutex mu_;
+  std::condition_variable ready_;
+  std::map<Key, Entry> entries_;
+  std::map<const void*, std::map<Key, Entry>::iterator> by_data_;
+  uint64_t bytes_ = 0, hits_ = 0, misses_ = 0;
+};
+
+Device::~Device() = default;
+
+Result<std::shared_ptr<Device>> Device::create(const DeviceOptions& opts) {
+  if (opts.n_threads < 0)
+    return status_error(StatusCode::kInvalidArgument, "device: n_threads %d < 0", opts.n_threads);
+  std::shared_ptr<Device> d(new Device());
+  std::shared_ptr<hal::cpu::ArenaPool> pool = hal::cpu::ArenaPool::shared();
+  const int cores = hal::cpu::ArenaPool::max_threads();
+  d->shared_.max_threads = opts.n_threads == 0 ? cores : std::min(opts.n_threads, cores);
+  (void)pool->warm_up(500);  // its workers start now, not at some session's first bind
+  d->arena_ = std::move(pool);
+  if (opts.share_weights) {
+    d->cache_ = std::make_unique<Cache>();
+    d->shared_.weights = d->cache_.get();
+  }
+  return d;
+}
+
+std::shared_ptr<Device> Device::process_default() {
+  // Dropped at exit (its workers stop then); a session still alive keeps it longer.
+  static const std::shared_ptr<Device> dev = *create(DeviceOptions{});
+  return dev;
+}
+
+int Device::arena_threads() const {
+  return static_cast<hal::cpu::ArenaPool*>(arena_.get())->n_threads();
+}
+
+int Device::arena_workers_running() const {
+  return static_cast<hal::cpu::ArenaPool*>(arena_.get())->warm_up(0);
+}
+
+WeightCacheStats Device::weight_stats() const {
+  return cache_ != nullptr ? cache_->stats() : WeightCacheStats{};
+}
+
+}  // namespace laya::runtime
