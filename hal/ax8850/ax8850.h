@@ -9,7 +9,7 @@
 //    forms it, from the s8 values, which bf16 holds exactly), then rounds y.
 //  - f32 (the reference mode): exactly the CPU reference kernels (kernels/ref): s8 weights take
 //    the integer path (activations quantized per token to s8, int32 dot products: a8w8), bf16 /
-//    f16 weights multiply bf16-rounded x, every other op in f32. The cost model charges the same
+//    f16 weights multiply f32 x, every other op in f32. The cost model charges the same
 //    device (bf16 storage; s8 matmuls at the int8 rate).
 // Splitting a node across groups (heads, output columns) changes no bit of its result.
 //

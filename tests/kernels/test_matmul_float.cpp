@@ -9,11 +9,13 @@
 //              |x w|: 2.5e-11 observed over these cases. Any wrong, missing or doubled term or
 //              output gives >= ~1e-4 (1 / k or 1 / (m n)).
 //   f16  1e-9  Half weights widen to f32 exactly; the rest is the f32 computation (1.2e-11 seen).
-//   bf16 1e-8  The reference rounds x to bf16 exactly as the kernel must and bf16 x bf16 products
-//              are exact in f32, so only summation differs; but vdpbf16ps adds each pair with its
-//              own internal order and rounding and flushes denormals, which the x86 manuals leave
-//              partly unspecified, so 10x more room than f32 (9e-13 seen). A kernel that skipped
-//              or truncated the rounding of x would be off by ~2^-9 per term (NMSE ~1e-6).
+//   bf16 1e-8  x stays f32 (the reference: f32 x, exact bf16 weights, double sums). The FMA
+//              kernels widen the weights exactly, so only summation differs (f32-level, as f32).
+//              vdpbf16ps (AVX512-BF16) sees x as hi = bf16(x) plus lo = bf16(x - hi), x to ~2^-17
+//              relative (NMSE ~1e-11), and adds each pair with its own internal order and
+//              rounding, flushing denormals. A kernel that rounded x to bf16 (the format before
+//              docs/precision.md's fix), or dropped the lo half, is off by ~2^-9 per term: NMSE
+//              ~1e-6, which fails.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -246,27 +248,29 @@ TEST_CASE("matmul float: packing happens once; run never writes the packed weigh
   }
 }
 
-TEST_CASE("matmul float: bf16 rounds x to bf16 (nearest even) before multiplying") {
-  // W = one row of ones; x chosen so that x rounded to bf16 differs from x: the sum of the
-  // rounded values is exact in f32, and distinguishes rounding from truncation or no rounding.
+TEST_CASE("matmul float: bf16 keeps x in f32 (no bf16 rounding of activations)") {
+  // W = one row of ones; x values with up to 16 significant bits (exact as hi + lo bf16 halves on
+  // vdpbf16ps) that bf16 rounding would change: the f32 sum of x itself is exact and is the
+  // answer; a kernel rounding x to bf16 gets (1 + 2^-7) + 1 + 3 - (1 + 2^-6) instead.
   const int64_t n = 1, k = 4;
   std::vector<uint8_t> w(2 * k);
   for (int64_t i = 0; i < k; ++i) {
     const uint16_t one = 0x3f80;
     std::memcpy(w.data() + 2 * i, &one, 2);
   }
-  // 1 + 2^-8 + 2^-9 rounds up to 1 + 2^-7; 1 + 2^-9 (a tie) rounds to even 1; 3 + 2^-7 rounds
-  // to 3 (tie, even); -(1 + 2^-7 + 2^-8) (tie) rounds to -(1 + 2^-6).
   const std::vector<float> x = {1.0f + 0x1p-8f + 0x1p-9f, 1.0f + 0x1p-9f, 3.0f + 0x1p-7f,
                                 -(1.0f + 0x1p-7f + 0x1p-8f)};
-  const float expect = (1.0f + 0x1p-7f) + 1.0f + 3.0f - (1.0f + 0x1p-6f);
-  for (const int64_t target : kernel_hwy_targets()) {
-    const KernelTable table = kernel_table_hwy(target);
-    CAPTURE(table.isa);
+  const float expect = 4.0f + 0x1p-8f + 0x1p-9f + 0x1p-9f + 0x1p-7f - 0x1p-7f - 0x1p-8f;
+  std::vector<const KernelTable*> tables = {&kernel_table_ref()};
+  std::vector<KernelTable> hwy;
+  for (const int64_t target : kernel_hwy_targets()) hwy.push_back(kernel_table_hwy(target));
+  for (const KernelTable& t : hwy) tables.push_back(&t);
+  for (const KernelTable* table : tables) {
+    CAPTURE(table->isa);
     for (const int64_t m : {int64_t{1}, int64_t{2}}) {
       std::vector<float> xm;
       for (int64_t r = 0; r < m; ++r) xm.insert(xm.end(), x.begin(), x.end());
-      Runner r(table.matmul[static_cast<int>(WType::kBF16)], w, n, k);
+      Runner r(table->matmul[static_cast<int>(WType::kBF16)], w, n, k);
       std::vector<float> y(static_cast<size_t>(m));
       r.run(xm, k, y, 1, nullptr, m, n, k, nullptr);
       for (const float v : y) CHECK(v == expect);
