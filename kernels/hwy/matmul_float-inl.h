@@ -1,5 +1,5 @@
-// Per-target matrix products for float weights (f32, f16, bf16) with f32 activations: the Highway
-// family behind KernelTable::matmul[f32 | f16 | bf16]. y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]);
+// Per-target matrix products with f32 activations (f32, f16, bf16 weights, and i8w: int8 weights
+// with per-row scales): the Highway family behind KernelTable::matmul[f32 | f16 | bf16 | i8w]. y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]);
 // the semantics are kernels/ref/matmul.cpp. Included once per compiled target by
 // kernels/hwy/matmul_float.cpp (hwy/foreach_target.h); nothing here is called directly.
 //
@@ -10,6 +10,7 @@
 //   f16   IEEE half [panels][k][kNR]
 //   bf16  uint32    [panels][ceil(k / 2)][kNR] W[j, 2q] | W[j, 2q + 1] << 16, the pair vdpbf16ps
 //                                              consumes (odd k: padded with a zero)
+//   i8w   int8      [panels][k][kNR], then (64-byte aligned) f32 scales [panels * kNR] (0 past n)
 // GEMV (m == 1, decode): each worker streams a contiguous range of panels once, front to back.
 // GEMM (m > 1): x is copied (f32 / f16 / bf16 weights; split into bf16 halves on AVX512-BF16)
 // into scratch as blocks of kMR rows x kKC k-values with a fixed row stride; a kMR x kNR register tile (AVX3: 12 x 32 = 24 zmm
@@ -154,17 +155,15 @@ inline void copy_rows(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, in
 //   gemv_x(x, k, scratch) -> const A*      x as the GEMV consumes it
 //   gemv_panel(xa, b, steps, y, ncols, bias)
 
-struct KernF32 {
-  using W = float;
+// The kernels of one-value-per-k weight types (f32, f16, i8w): f32 x and FMA; Self::load_b
+// widens kNR packed weights to kNV f32 vectors.
+template <class Self, class W_>
+struct KernWide {
+  using W = W_;
   using A = float;
   static constexpr int64_t kKStep = 1;
   static constexpr int64_t kKC = 768;
   static constexpr int64_t kARow = kKC;
-
-  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
-    HWY_UNROLL(2)
-    for (int v = 0; v < kNV; ++v) bv[v] = hn::LoadU(d, b + v * kL);
-  }
 
   static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
     copy_rows(x, ldx, rows, kc, kc, kARow, dst);
@@ -183,7 +182,7 @@ struct KernF32 {
     }
     for (int64_t s = 0; s < steps; ++s) {
       V bv[kNV];
-      load_b(d, b + s * kNR, bv);
+      Self::load_b(d, b + s * kNR, bv);
       HWY_UNROLL(16)
       for (int i = 0; i < MR; ++i) {
         const V ai = hn::Set(d, a[i * kARow + s]);
@@ -204,8 +203,8 @@ struct KernF32 {
     int64_t s = 0;
     for (; s + 2 <= steps; s += 2) {
       V b0[kNV], b1[kNV];
-      load_b(d, b + s * kNR, b0);
-      load_b(d, b + (s + 1) * kNR, b1);
+      Self::load_b(d, b + s * kNR, b0);
+      Self::load_b(d, b + (s + 1) * kNR, b1);
       const V x0 = hn::Set(d, x[s]), x1 = hn::Set(d, x[s + 1]);
       HWY_UNROLL(2)
       for (int v = 0; v < kNV; ++v) {
@@ -215,7 +214,7 @@ struct KernF32 {
     }
     if (s < steps) {
       V b0[kNV];
-      load_b(d, b + s * kNR, b0);
+      Self::load_b(d, b + s * kNR, b0);
       const V x0 = hn::Set(d, x[s]);
       for (int v = 0; v < kNV; ++v) acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
     }
@@ -224,67 +223,33 @@ struct KernF32 {
   }
 };
 
-// f16 weights: the f32 kernels with each panel vector widened from half on load (F16C on AVX2 /
-// AVX3, emulated on SSE4 / SCALAR).
-struct KernF16 : KernF32 {
-  using W = uint16_t;
+struct KernF32 : KernWide<KernF32, float> {
+  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
+    HWY_UNROLL(2)
+    for (int v = 0; v < kNV; ++v) bv[v] = hn::LoadU(d, b + v * kL);
+  }
+};
 
+// f16 weights: each panel vector widened from half on load (F16C on AVX2 / AVX3, emulated on
+// SSE4 / SCALAR).
+struct KernF16 : KernWide<KernF16, uint16_t> {
   static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
     const DH dh;
     const hwy::float16_t* bh = reinterpret_cast<const hwy::float16_t*>(b);
     HWY_UNROLL(2)
     for (int v = 0; v < kNV; ++v) bv[v] = hn::PromoteTo(d, hn::LoadU(dh, bh + v * kL));
   }
+};
 
-  template <int MR>
-  static HWY_NOINLINE void tile(const A* HWY_RESTRICT a, const W* HWY_RESTRICT b, int64_t steps,
-                                float* HWY_RESTRICT c, int64_t ldc, int64_t ncols,
-                                const float* HWY_RESTRICT bias, bool accumulate) {
-    const D d;
-    V acc[MR][kNV];
-    HWY_UNROLL(16)
-    for (int i = 0; i < MR; ++i) {
-      HWY_UNROLL(2)
-      for (int v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
-    }
-    for (int64_t s = 0; s < steps; ++s) {
-      V bv[kNV];
-      load_b(d, b + s * kNR, bv);
-      HWY_UNROLL(16)
-      for (int i = 0; i < MR; ++i) {
-        const V ai = hn::Set(d, a[i * kARow + s]);
-        HWY_UNROLL(2)
-        for (int v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(ai, bv[v], acc[i][v]);
-      }
-    }
-    store_tile<MR>(acc, c, ldc, ncols, bias, accumulate);
-  }
-
-  static void gemv_panel(const A* HWY_RESTRICT x, const W* HWY_RESTRICT b, int64_t steps,
-                         float* HWY_RESTRICT y, int64_t ncols, const float* HWY_RESTRICT bias) {
-    const D d;
-    V acc[1][kNV], acc2[kNV];
-    for (int v = 0; v < kNV; ++v) acc[0][v] = acc2[v] = hn::Zero(d);
-    int64_t s = 0;
-    for (; s + 2 <= steps; s += 2) {
-      V b0[kNV], b1[kNV];
-      load_b(d, b + s * kNR, b0);
-      load_b(d, b + (s + 1) * kNR, b1);
-      const V x0 = hn::Set(d, x[s]), x1 = hn::Set(d, x[s + 1]);
-      HWY_UNROLL(2)
-      for (int v = 0; v < kNV; ++v) {
-        acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
-        acc2[v] = hn::MulAdd(x1, b1[v], acc2[v]);
-      }
-    }
-    if (s < steps) {
-      V b0[kNV];
-      load_b(d, b + s * kNR, b0);
-      const V x0 = hn::Set(d, x[s]);
-      for (int v = 0; v < kNV; ++v) acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
-    }
-    for (int v = 0; v < kNV; ++v) acc[0][v] = hn::Add(acc[0][v], acc2[v]);
-    store_tile<1>(acc, y, 0, ncols, bias, false);
+// i8w weights: each panel vector sign-extended from int8 and converted to f32 (exact) on load;
+// the per-row scales are applied to the finished sums (run_i8w below), not here.
+struct KernI8W : KernWide<KernI8W, int8_t> {
+  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
+    const DI di;
+    const hn::Rebind<int8_t, D> d8;
+    HWY_UNROLL(2)
+    for (int v = 0; v < kNV; ++v)
+      bv[v] = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, b + v * kL)));
   }
 };
 
@@ -629,6 +594,47 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
   }
 }
 
+// ---- i8w: the sums of KernI8W, then y = sum * scale[j] (+ bias[j]) ---------------------------
+
+inline uint64_t i8w_scales_offset(int64_t n, int64_t k) {
+  return (packed_bytes<KernI8W>(n, k) + 63) / 64 * 64;
+}
+
+uint64_t i8w_packed_bytes(int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0) return 0;
+  return i8w_scales_offset(n, k) + static_cast<uint64_t>(div_up(n, kNR) * kNR) * 4;
+}
+
+// scales: f32 [n], one per output row (any alignment).
+void i8w_pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
+  pack<KernI8W>(w, nullptr, n, k, dst);
+  float* s = reinterpret_cast<float*>(static_cast<uint8_t*>(dst) + i8w_scales_offset(n, k));
+  std::memcpy(s, scales, sizeof(float) * static_cast<size_t>(n));
+  for (int64_t j = n; j < div_up(n, kNR) * kNR; ++j) s[j] = 0.0f;
+}
+
+void i8w_run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
+             const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
+             const ThreadPool* pool) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  run<KernI8W>(packed, x, ldx, y, ldy, nullptr, m, n, k, scratch, pool);
+  const float* scales =
+      reinterpret_cast<const float*>(static_cast<const uint8_t*>(packed) + i8w_scales_offset(n, k));
+  parallel_for(pool, m, div_up(m, pool_threads(pool)), [&](int64_t b, int64_t e) {
+    const D d;
+    for (int64_t r = b; r < e; ++r) {
+      float* yr = y + r * ldy;
+      int64_t j = 0;
+      for (; j + kL <= n; j += kL) {
+        V v = hn::Mul(hn::LoadU(d, yr + j), hn::LoadU(d, scales + j));
+        if (bias != nullptr) v = hn::Add(v, hn::LoadU(d, bias + j));
+        hn::StoreU(v, d, yr + j);
+      }
+      for (; j < n; ++j) yr[j] = yr[j] * scales[j] + (bias != nullptr ? bias[j] : 0.0f);
+    }
+  });
+}
+
 // ---- exported entry points (HWY_EXPORT needs plain functions) --------------------------------
 
 uint64_t F32PackedBytes(int64_t n, int64_t k) {
@@ -672,6 +678,19 @@ uint64_t BF16ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
 void BF16Run(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
              int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
   run<KernBF16>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
+uint64_t I8WPackedBytes(int64_t n, int64_t k) {
+  return i8w_packed_bytes(n, k);
+}
+void I8WPack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
+  i8w_pack(w, s, n, k, dst);
+}
+uint64_t I8WScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
+  return scratch_bytes<KernI8W>(m, n, k, t);
+}
+void I8WRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+            int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  i8w_run(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
 void BF16DpRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
                int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
