@@ -312,7 +312,7 @@ Agreement agreement(frontends::WeightFormat format, const std::string& int8_acti
 // answers near-uniformly (median tempered margin 0.017), so decision agreement measures rounding
 // noise at its most sensitive; docs/precision.md has the numbers. Measured on Zen 3 (AVX2):
 // bf16 325/326 and max |dp| 4.6e-4; int8 (weight-only) 323/326, 2.1e-3. The kernels that rounded
-// activations gave bf16 288/326, 0.0127 and int8 198/326, 0.115 (still selectable for int8:
+// activations gave bf16 289/326, 0.0127 and int8 198/326, 0.115 (still selectable for int8:
 // int8_activations=i8), so the bars below fail on them.
 TEST_CASE(
     "laya parity: bf16 and int8 keep activations in f32; decisions on the trained checkpoint") {
