@@ -41,6 +41,7 @@ std::vector<uint8_t> make_weight(WType type, int64_t n, int64_t k, std::vector<f
       break;
     }
     case WType::kI8:
+    case WType::kI8W:
       out.resize(nk);
       scales->resize(static_cast<size_t>(n));
       for (int64_t r = 0; r < n; ++r)

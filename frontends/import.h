@@ -74,10 +74,10 @@ namespace laya::frontends {
 //           kBF16: matrices bf16; embedding tables keep the source's 16 bits (f16 is 3 mantissa
 //           bits closer to the checkpoint at the same size; a table is gathered, not multiplied),
 //           bf16 from an f32 source.
-//           kInt8: matmul weights symmetric int8 with one f32 scale per output row (amax / 127;
-//           activations are quantized per token by the kernels, so no answer depends on which
-//           rows share a batch); embedding tables keep 16 bits (the source's f16 / bf16, else
-//           bf16).
+//           kInt8: matmul weights symmetric int8 with one f32 scale per output row (amax / 127);
+//           the CPU backend multiplies them with f32 activations (weight-only, kernels' i8w;
+//           docs/precision.md), so no answer depends on which rows share a batch; embedding
+//           tables keep 16 bits (the source's f16 / bf16, else bf16).
 // A format per tensor (a mixed-precision plan) comes from ImportOptions::overrides.
 enum class WeightFormat : uint8_t { kSource, kF32, kF16, kBF16, kInt8 };
 const char* weight_format_name(WeightFormat f);  // "source", "f32", "f16", "bf16", "int8"

@@ -264,8 +264,10 @@ struct BackendOptions {
   int n_threads = 0;  // 0: one per core (capped at the cores and at shared->max_threads)
   const SharedResources* shared = nullptr;  // borrowed (see SharedResources); null: none
   // Backend-specific settings, checked by the backend's create (kInvalidArgument naming an
-  // unknown key or a bad value): cpu "kernels" (auto | ref | a Highway target) and "model_gflops",
-  // "model_gbps", "model_op_us" (its cost model); ax8850 "vnpu", "host", "chip" and any field of
+  // unknown key or a bad value): cpu "kernels" (auto | ref | a Highway target),
+  // "int8_activations" (f32: i8 weights run the weight-only i8w kernels, the default; i8: the
+  // a8w8 kernels, activations quantized per token) and "model_gflops", "model_gbps",
+  // "model_op_us" (its cost model); ax8850 "vnpu", "host", "chip" and any field of
   // hal/ax8850/params.h.
   std::vector<std::pair<std::string, std::string>> settings;
 

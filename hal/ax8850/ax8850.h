@@ -7,9 +7,9 @@
 //    rounded to bf16 (round to nearest even). A matmul with s8 weights computes
 //    y = f32(sum_k bf16(x_k) * w_k) * scale_n + bias_n (the sum exact as the reference bf16 kernel
 //    forms it, from the s8 values, which bf16 holds exactly), then rounds y.
-//  - f32 (the reference mode): exactly the CPU reference kernels (kernels/ref): s8 weights take
-//    the integer path (activations quantized per token to s8, int32 dot products: a8w8), bf16 /
-//    f16 weights multiply bf16-rounded x, every other op in f32. The cost model charges the same
+//  - f32 (the reference mode): exactly the CPU reference kernels (kernels/ref) as the CPU backend
+//    runs them by default: s8 weights multiply f32 x (kernels' i8w: w8a32), bf16 / f16 weights
+//    multiply f32 x, every other op in f32. The cost model charges the same
 //    device (bf16 storage; s8 matmuls at the int8 rate).
 // Splitting a node across groups (heads, output columns) changes no bit of its result.
 //

@@ -322,6 +322,8 @@ Result<std::unique_ptr<Executable>> Ax8850Backend::prepare(const Subgraph& sg,
         pk.type = kernels::WType::kBF16;
         pk.to_bf16 = true;
         s.scale_after = true;
+      } else if (pk.type == kernels::WType::kI8) {
+        pk.type = kernels::WType::kI8W;  // f32 mode: f32 activations, as the CPU backend
       }
       pk.expand_scales = w.dtype == ir::DType::kI8 && w.quant.kind == ir::QuantKind::kPerTensor;
       pk.mm = ref_.matmul[static_cast<int>(pk.type)];

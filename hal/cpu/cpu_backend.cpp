@@ -25,19 +25,29 @@ uint64_t round_up(uint64_t v, uint64_t a) {
 }
 
 // The kernel weight type of a matmul / embedding weight, or false with the reason (the rules are
-// ir::weight_format_check's; the kernel weight types carry the dtypes' names, kernels/matmul.inc).
+// ir::weight_format_check's; the kernel weight types carry the dtypes' names, kernels/matmul.inc,
+// but for i8w, which has no dtype: i8 weights run it through the int8_activations setting).
 bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
   if (Status s = ir::weight_format_check(w.dtype, w.quant); !s.is_ok()) {
     *why = s.message();
     return false;
   }
   switch (w.dtype) {
-#define MATMUL_WTYPE(name, Name, family, peak) \
-  case ir::DType::k##Name:                     \
-    *t = kernels::WType::k##Name;              \
+#define LAYA_CPU_WTYPE(Name)      \
+  case ir::DType::k##Name:        \
+    *t = kernels::WType::k##Name; \
     return true;
-#include "kernels/matmul.inc"
-#undef MATMUL_WTYPE
+    LAYA_CPU_WTYPE(F32)
+    LAYA_CPU_WTYPE(F16)
+    LAYA_CPU_WTYPE(BF16)
+    LAYA_CPU_WTYPE(I8)
+    LAYA_CPU_WTYPE(Q8_0)
+    LAYA_CPU_WTYPE(Q4_0)
+    LAYA_CPU_WTYPE(Q4_1)
+    LAYA_CPU_WTYPE(Q4_K)
+    LAYA_CPU_WTYPE(Q5_K)
+    LAYA_CPU_WTYPE(Q6_K)
+#undef LAYA_CPU_WTYPE
     default:
       *why = std::string(ir::dtype_name(w.dtype)) + " weights: no kernel";
       return false;
@@ -752,15 +762,15 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
     return status_error(StatusCode::kInvalidArgument, "cpu: n_threads %d < 0", opts.n_threads);
   CpuBackend::CostModel cost;
   for (const auto& [key, value] : opts.settings) {
-    if (key == "kernels") continue;
+    if (key == "kernels" || key == "int8_activations") continue;
     double* field = key == "model_gflops"  ? &cost.gflops
                     : key == "model_gbps"  ? &cost.gbps
                     : key == "model_op_us" ? &cost.op_us
                                            : nullptr;
     if (field == nullptr)
       return status_error(StatusCode::kInvalidArgument,
-                          "cpu: unknown setting '%s' (have: kernels, model_gflops, model_gbps, "
-                          "model_op_us)",
+                          "cpu: unknown setting '%s' (have: kernels, int8_activations, "
+                          "model_gflops, model_gbps, model_op_us)",
                           key.c_str());
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
@@ -777,6 +787,17 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
       have += (have.empty() ? "" : ", ") + k;
     return status_error(StatusCode::kInvalidArgument, "cpu: unknown kernels '%s' (have: %s)",
                         kernels_name.c_str(), have.c_str());
+  }
+  // i8 weights multiply f32 activations (the i8w kernels: weight-only int8) unless asked for the
+  // int8-activation kernels (a8w8: VNNI speed, but per-token rounding of activations flips
+  // near-tied decisions; docs/precision.md).
+  const std::string int8_act = opts.get("int8_activations", "f32");
+  if (int8_act == "f32") {
+    table.matmul[static_cast<int>(kernels::WType::kI8)] =
+        table.matmul[static_cast<int>(kernels::WType::kI8W)];
+  } else if (int8_act != "i8") {
+    return status_error(StatusCode::kInvalidArgument, "cpu: int8_activations=%s (have: f32, i8)",
+                        int8_act.c_str());
   }
   // Threads: the caller's count (0: every core), capped at the cores and the device's cap.
   int threads = opts.n_threads == 0 ? ArenaPool::max_threads() : opts.n_threads;

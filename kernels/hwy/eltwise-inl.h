@@ -300,7 +300,8 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
       }
       return;
     }
-    case WType::kI8: {
+    case WType::kI8:
+    case WType::kI8W: {
       const int8_t* r = reinterpret_cast<const int8_t*>(base) + ud * static_cast<size_t>(row);
       const hn::Rebind<int8_t, DF> d8;
       const hn::RebindToSigned<DF> di;

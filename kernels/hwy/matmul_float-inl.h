@@ -1,5 +1,5 @@
-// Per-target matrix products for float weights (f32, f16, bf16) with f32 activations: the Highway
-// family behind KernelTable::matmul[f32 | f16 | bf16]. y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]);
+// Per-target matrix products with f32 activations (f32, f16, bf16 weights, and i8w: int8 weights
+// with per-row scales): the Highway family behind KernelTable::matmul[f32 | f16 | bf16 | i8w]. y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]);
 // the semantics are kernels/ref/matmul.cpp. Included once per compiled target by
 // kernels/hwy/matmul_float.cpp (hwy/foreach_target.h); nothing here is called directly.
 //
@@ -10,19 +10,22 @@
 //   f16   IEEE half [panels][k][kNR]
 //   bf16  uint32    [panels][ceil(k / 2)][kNR] W[j, 2q] | W[j, 2q + 1] << 16, the pair vdpbf16ps
 //                                              consumes (odd k: padded with a zero)
+//   i8w   int8      [panels][k][kNR], then (64-byte aligned) f32 scales [panels * kNR] (0 past n)
 // GEMV (m == 1, decode): each worker streams a contiguous range of panels once, front to back.
-// GEMM (m > 1): x is copied (f32 / f16 weights) or rounded to bf16 into scratch as blocks of kMR
-// rows x kKC k-values with a fixed row stride; a kMR x kNR register tile (AVX3: 12 x 32 = 24 zmm
+// GEMM (m > 1): x is copied (f32 / f16 / bf16 weights; split into bf16 halves on AVX512-BF16)
+// into scratch as blocks of kMR rows x kKC k-values with a fixed row stride; a kMR x kNR register tile (AVX3: 12 x 32 = 24 zmm
 // accumulators) runs over one k block of one panel. Tasks are (row chunk, column chunk) pairs: for
 // every k block, each row tile's x block is reused across the chunk's panels, whose k blocks
 // (kBBlockBytes) stay in L2 across the row tiles. Long k blocks (768; 1024 for vdpbf16ps, measured
 // best on Zen 4) keep each panel stream long for the prefetchers.
-// Scratch: GEMM ceil(m / kMR) * kMR rows x k rounded up to kKC, 4 bytes per value (x copied or
-// bf16-rounded; 2 bytes on AVX512-BF16), independent of the worker count; GEMV one x row.
+// Scratch: GEMM ceil(m / kMR) * kMR rows x k rounded up to kKC, 4 bytes per value (x copied, or
+// its two bf16 halves on AVX512-BF16), independent of the worker count; GEMV one x row.
 //
-// bf16: x is rounded to bf16 (nearest even) as the reference does. On AVX3 with AVX512-BF16
-// (checked by the filler at table build) products run on vdpbf16ps; every other target / CPU
-// widens both sides to f32 exactly (a bf16 is the high half of an f32) and uses FMA.
+// bf16: activations stay f32 (docs/precision.md: rounding x to bf16 is what cost decisions, not
+// the bf16 weights). Every target but AVX512-BF16 widens the weights to f32 exactly (a bf16 is the
+// high half of an f32) and runs f32 FMA against f32 x, as the reference does. On AVX3 with
+// AVX512-BF16 (checked by the filler at table build) x is fed as two bf16 halves, hi = bf16(x) and
+// lo = bf16(x - hi) (x to about 16 significant bits), through two vdpbf16ps passes.
 
 #if defined(LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_
@@ -130,37 +133,13 @@ HWY_INLINE void store_tile(const V (&acc)[MR][kNV], float* HWY_RESTRICT c, int64
   }
 }
 
-// bf16 rounding of every lane (nearest even, NaN stays a quiet NaN), as f32: bit-exact with
-// quant.h's f32_to_bf16 followed by bf16_to_f32.
-HWY_INLINE V round_bf16(D d, V v) {
-  const DU du;
-  const DI di;
-  const VU u = hn::BitCast(du, v);
-  const VU hi = hn::Set(du, 0xffff0000u);
-  const VU lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
-  const VU rounded = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb)), hi);
-  const VU quiet = hn::And(hn::Or(u, hn::Set(du, 0x00400000u)), hi);
-  const auto is_nan =
-      hn::BitCast(di, hn::And(u, hn::Set(du, 0x7fffffffu))) > hn::Set(di, 0x7f800000);
-  return hn::BitCast(d, hn::IfThenElse(hn::RebindMask(du, is_nan), quiet, rounded));
-}
-
-// Copies (or bf16-rounds) rows x kc floats of x into dst rows of `stride` floats, zero-padding
-// each row to `pad` values (pad >= kc).
-template <bool kRound>
-void copy_rows(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t kc, int64_t pad,
-               int64_t stride, float* HWY_RESTRICT dst) {
-  const D d;
+// Copies rows x kc floats of x into dst rows of `stride` floats, zero-padding each row to `pad`
+// values (pad >= kc).
+inline void copy_rows(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t kc,
+                      int64_t pad, int64_t stride, float* HWY_RESTRICT dst) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * ldx;
     float* out = dst + r * stride;
-    if constexpr (!kRound) {
-      std::memcpy(out, xr, sizeof(float) * static_cast<size_t>(kc));
-    } else {
-      int64_t i = 0;
-      for (; i + kL <= kc; i += kL) hn::StoreU(round_bf16(d, hn::LoadU(d, xr + i)), d, out + i);
-      for (; i < kc; ++i) out[i] = bf16_to_f32(f32_to_bf16(xr[i]));
-    }
+    std::memcpy(out, x + r * ldx, sizeof(float) * static_cast<size_t>(kc));
     for (int64_t i = kc; i < pad; ++i) out[i] = 0.0f;
   }
 }
@@ -176,20 +155,18 @@ void copy_rows(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t k
 //   gemv_x(x, k, scratch) -> const A*      x as the GEMV consumes it
 //   gemv_panel(xa, b, steps, y, ncols, bias)
 
-struct KernF32 {
-  using W = float;
+// The kernels of one-value-per-k weight types (f32, f16, i8w): f32 x and FMA; Self::load_b
+// widens kNR packed weights to kNV f32 vectors.
+template <class Self, class W_>
+struct KernWide {
+  using W = W_;
   using A = float;
   static constexpr int64_t kKStep = 1;
   static constexpr int64_t kKC = 768;
   static constexpr int64_t kARow = kKC;
 
-  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
-    HWY_UNROLL(2)
-    for (int v = 0; v < kNV; ++v) bv[v] = hn::LoadU(d, b + v * kL);
-  }
-
   static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
-    copy_rows<false>(x, ldx, rows, kc, kc, kARow, dst);
+    copy_rows(x, ldx, rows, kc, kc, kARow, dst);
   }
 
   template <int MR>
@@ -205,7 +182,7 @@ struct KernF32 {
     }
     for (int64_t s = 0; s < steps; ++s) {
       V bv[kNV];
-      load_b(d, b + s * kNR, bv);
+      Self::load_b(d, b + s * kNR, bv);
       HWY_UNROLL(16)
       for (int i = 0; i < MR; ++i) {
         const V ai = hn::Set(d, a[i * kARow + s]);
@@ -226,8 +203,8 @@ struct KernF32 {
     int64_t s = 0;
     for (; s + 2 <= steps; s += 2) {
       V b0[kNV], b1[kNV];
-      load_b(d, b + s * kNR, b0);
-      load_b(d, b + (s + 1) * kNR, b1);
+      Self::load_b(d, b + s * kNR, b0);
+      Self::load_b(d, b + (s + 1) * kNR, b1);
       const V x0 = hn::Set(d, x[s]), x1 = hn::Set(d, x[s + 1]);
       HWY_UNROLL(2)
       for (int v = 0; v < kNV; ++v) {
@@ -237,7 +214,7 @@ struct KernF32 {
     }
     if (s < steps) {
       V b0[kNV];
-      load_b(d, b + s * kNR, b0);
+      Self::load_b(d, b + s * kNR, b0);
       const V x0 = hn::Set(d, x[s]);
       for (int v = 0; v < kNV; ++v) acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
     }
@@ -246,73 +223,38 @@ struct KernF32 {
   }
 };
 
-// f16 weights: the f32 kernels with each panel vector widened from half on load (F16C on AVX2 /
-// AVX3, emulated on SSE4 / SCALAR).
-struct KernF16 : KernF32 {
-  using W = uint16_t;
+struct KernF32 : KernWide<KernF32, float> {
+  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
+    HWY_UNROLL(2)
+    for (int v = 0; v < kNV; ++v) bv[v] = hn::LoadU(d, b + v * kL);
+  }
+};
 
+// f16 weights: each panel vector widened from half on load (F16C on AVX2 / AVX3, emulated on
+// SSE4 / SCALAR).
+struct KernF16 : KernWide<KernF16, uint16_t> {
   static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
     const DH dh;
     const hwy::float16_t* bh = reinterpret_cast<const hwy::float16_t*>(b);
     HWY_UNROLL(2)
     for (int v = 0; v < kNV; ++v) bv[v] = hn::PromoteTo(d, hn::LoadU(dh, bh + v * kL));
   }
+};
 
-  template <int MR>
-  static HWY_NOINLINE void tile(const A* HWY_RESTRICT a, const W* HWY_RESTRICT b, int64_t steps,
-                                float* HWY_RESTRICT c, int64_t ldc, int64_t ncols,
-                                const float* HWY_RESTRICT bias, bool accumulate) {
-    const D d;
-    V acc[MR][kNV];
-    HWY_UNROLL(16)
-    for (int i = 0; i < MR; ++i) {
-      HWY_UNROLL(2)
-      for (int v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
-    }
-    for (int64_t s = 0; s < steps; ++s) {
-      V bv[kNV];
-      load_b(d, b + s * kNR, bv);
-      HWY_UNROLL(16)
-      for (int i = 0; i < MR; ++i) {
-        const V ai = hn::Set(d, a[i * kARow + s]);
-        HWY_UNROLL(2)
-        for (int v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(ai, bv[v], acc[i][v]);
-      }
-    }
-    store_tile<MR>(acc, c, ldc, ncols, bias, accumulate);
-  }
-
-  static void gemv_panel(const A* HWY_RESTRICT x, const W* HWY_RESTRICT b, int64_t steps,
-                         float* HWY_RESTRICT y, int64_t ncols, const float* HWY_RESTRICT bias) {
-    const D d;
-    V acc[1][kNV], acc2[kNV];
-    for (int v = 0; v < kNV; ++v) acc[0][v] = acc2[v] = hn::Zero(d);
-    int64_t s = 0;
-    for (; s + 2 <= steps; s += 2) {
-      V b0[kNV], b1[kNV];
-      load_b(d, b + s * kNR, b0);
-      load_b(d, b + (s + 1) * kNR, b1);
-      const V x0 = hn::Set(d, x[s]), x1 = hn::Set(d, x[s + 1]);
-      HWY_UNROLL(2)
-      for (int v = 0; v < kNV; ++v) {
-        acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
-        acc2[v] = hn::MulAdd(x1, b1[v], acc2[v]);
-      }
-    }
-    if (s < steps) {
-      V b0[kNV];
-      load_b(d, b + s * kNR, b0);
-      const V x0 = hn::Set(d, x[s]);
-      for (int v = 0; v < kNV; ++v) acc[0][v] = hn::MulAdd(x0, b0[v], acc[0][v]);
-    }
-    for (int v = 0; v < kNV; ++v) acc[0][v] = hn::Add(acc[0][v], acc2[v]);
-    store_tile<1>(acc, y, 0, ncols, bias, false);
+// i8w weights: each panel vector sign-extended from int8 and converted to f32 (exact) on load;
+// the per-row scales are applied to the finished sums (run_i8w below), not here.
+struct KernI8W : KernWide<KernI8W, int8_t> {
+  static HWY_INLINE void load_b(D d, const W* HWY_RESTRICT b, V (&bv)[kNV]) {
+    const DI di;
+    const hn::Rebind<int8_t, D> d8;
+    HWY_UNROLL(2)
+    for (int v = 0; v < kNV; ++v)
+      bv[v] = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, b + v * kL)));
   }
 };
 
-// bf16 weights without AVX512-BF16: x rounded to bf16 (kept as f32), each packed pair word split
-// into its two exact f32 values (low half << 16, high half masked), then FMA. bf16 x bf16 products
-// are exact in f32, so this matches vdpbf16ps up to summation order.
+// bf16 weights without AVX512-BF16: f32 x; each packed pair word split into its two exact f32
+// values (low half << 16, high half masked), then f32 FMA: the f32 kernel with exact weights.
 struct KernBF16 {
   using W = uint32_t;
   using A = float;
@@ -332,7 +274,7 @@ struct KernBF16 {
   }
 
   static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
-    copy_rows<true>(x, ldx, rows, kc, div_up(kc, 2) * 2, kARow, dst);
+    copy_rows(x, ldx, rows, kc, div_up(kc, 2) * 2, kARow, dst);
   }
 
   template <int MR>
@@ -363,10 +305,10 @@ struct KernBF16 {
     store_tile<MR>(acc, c, ldc, ncols, bias, accumulate);
   }
 
-  // x rounded to bf16 as f32, padded to even k (scratch: 4 * (k + 1) bytes).
+  // x padded to even k (scratch: 4 * (k + 1) bytes).
   static const A* gemv_x(const float* x, int64_t k, void* scratch) {
     float* xa = static_cast<float*>(scratch);
-    copy_rows<true>(x, 0, 1, k, div_up(k, 2) * 2, 0, xa);
+    copy_rows(x, 0, 1, k, div_up(k, 2) * 2, 0, xa);
     return xa;
   }
 
@@ -393,38 +335,44 @@ struct KernBF16 {
 #if HWY_TARGET == HWY_AVX3
 #define LAYA_MMF_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 
-// bf16 weights on AVX512-BF16 (only selected when the CPU has it): x rounded to bf16 pairs with
-// vcvtne2ps2bf16, products on vdpbf16ps (32-bit pair broadcasts x 2 panel vectors per step).
+// bf16 weights on AVX512-BF16 (only selected when the CPU has it; it has not run on the Zen 3
+// development machine, see docs/kernels.md): x split into hi = bf16(x) and lo = bf16(x - hi)
+// (vcvtneps2bf16, nearest even; x - hi is exact in f32), stored as bf16 pair words, hi pairs then
+// lo pairs; each step runs vdpbf16ps for both halves against the same 2 panel vectors.
 struct KernBF16Dp {
   using W = uint32_t;
   using A = uint32_t;
   static constexpr int64_t kKStep = 2;
   static constexpr int64_t kKC = 1024;
-  static constexpr int64_t kARow = kKC / 2;
+  static constexpr int64_t kARow = kKC;  // kKC / 2 hi pair words, then kKC / 2 lo pair words
   static_assert(kNR == 32, "the AVX3 panel is two zmm");
 
-  // k floats -> ceil(k / 2) bf16 pair words (odd k: the last high half is zero).
-  static LAYA_MMF_BF16_ATTR void to_pairs(const float* HWY_RESTRICT x, int64_t k,
-                                          uint32_t* HWY_RESTRICT out) {
-    int64_t i = 0;
-    for (; i + 32 <= k; i += 32) {
-      const __m512bh w = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
-      _mm512_storeu_si512(out + i / 2, reinterpret_cast<__m512i>(w));
-    }
-    if (i < k) {
-      const int64_t r = k - i;
-      const __mmask16 mlo = r >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << r) - 1);
-      const __mmask16 mhi = r > 16 ? static_cast<__mmask16>((1u << (r - 16)) - 1) : __mmask16{0};
-      const __m512 lo = _mm512_maskz_loadu_ps(mlo, x + i);
-      const __m512 hi = _mm512_maskz_loadu_ps(mhi, x + i + 16);
-      const __m512bh w = _mm512_cvtne2ps_pbh(hi, lo);
-      const __mmask16 mw = static_cast<__mmask16>((1u << ((r + 1) / 2)) - 1);
-      _mm512_mask_storeu_epi32(out + i / 2, mw, reinterpret_cast<__m512i>(w));
+  // k floats -> ceil(k / 2) pair words of hi and of lo (odd k: the last high halves are zero).
+  static LAYA_MMF_BF16_ATTR void split(const float* HWY_RESTRICT x, int64_t k,
+                                       uint32_t* HWY_RESTRICT hi, uint32_t* HWY_RESTRICT lo) {
+    uint16_t* h = reinterpret_cast<uint16_t*>(hi);
+    uint16_t* l = reinterpret_cast<uint16_t*>(lo);
+    for (int64_t i = 0; i < k; i += 16) {
+      const int64_t r = std::min<int64_t>(16, k - i);
+      const __mmask16 in = static_cast<__mmask16>((1u << r) - 1);
+      const __mmask16 out = static_cast<__mmask16>((1u << (r + (r & 1))) - 1);
+      const __m512 v = _mm512_maskz_loadu_ps(in, x + i);
+      const __m256bh vh = _mm512_cvtneps_pbh(v);
+      const __m512 wide = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(vh)), 16));
+      __m512 rest = _mm512_sub_ps(v, wide);
+      rest = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(rest, rest, _CMP_ORD_Q), rest);  // inf - inf
+      const __m256bh vl = _mm512_cvtneps_pbh(rest);
+      _mm256_mask_storeu_epi16(h + i, out, reinterpret_cast<__m256i>(vh));
+      _mm256_mask_storeu_epi16(l + i, out, reinterpret_cast<__m256i>(vl));
     }
   }
 
   static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
-    for (int64_t r = 0; r < rows; ++r) to_pairs(x + r * ldx, kc, dst + r * kARow);
+    for (int64_t r = 0; r < rows; ++r) {
+      A* row = dst + r * kARow;
+      split(x + r * ldx, kc, row, row + kKC / 2);
+    }
   }
 
   template <int MR>
@@ -444,10 +392,14 @@ struct KernBF16Dp {
       const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + s * kNR + 16));
       HWY_UNROLL(16)
       for (int i = 0; i < MR; ++i) {
-        const __m512bh ai =
-            reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[i * kARow + s])));
-        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+        const A* ar = a + i * kARow + s;
+        const __m512bh ah = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ar[0])));
+        const __m512bh al =
+            reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ar[kKC / 2])));
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ah, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ah, b1);
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], al, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], al, b1);
       }
     }
     V out[MR][kNV];
@@ -459,33 +411,29 @@ struct KernBF16Dp {
     store_tile<MR>(out, c, ldc, ncols, bias, accumulate);
   }
 
-  // x as bf16 pair words (scratch: 2 * (k + 1) bytes).
+  // x as hi pair words, then lo pair words from word ceil(k / 2) (scratch: 4 * (k + 1) bytes).
   static const A* gemv_x(const float* x, int64_t k, void* scratch) {
     uint32_t* xa = static_cast<uint32_t*>(scratch);
-    to_pairs(x, k, xa);
+    split(x, k, xa, xa + div_up(k, 2));
     return xa;
   }
 
   static LAYA_MMF_BF16_ATTR void gemv_panel(const A* HWY_RESTRICT x, const W* HWY_RESTRICT b,
                                             int64_t steps, float* HWY_RESTRICT y, int64_t ncols,
                                             const float* HWY_RESTRICT bias) {
+    const A* xl = x + steps;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
-    int64_t s = 0;
-    for (; s + 2 <= steps; s += 2) {
-      const __m512bh x0 = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[s])));
-      const __m512bh x1 = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[s + 1])));
+    for (int64_t s = 0; s < steps; ++s) {
+      const __m512bh h = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[s])));
+      const __m512bh l = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(xl[s])));
       const W* bs = b + s * kNR;
-      acc0 = _mm512_dpbf16_ps(acc0, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs)));
-      acc1 = _mm512_dpbf16_ps(acc1, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 16)));
-      acc2 = _mm512_dpbf16_ps(acc2, x1, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 32)));
-      acc3 = _mm512_dpbf16_ps(acc3, x1, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 48)));
-    }
-    if (s < steps) {
-      const __m512bh x0 = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[s])));
-      const W* bs = b + s * kNR;
-      acc0 = _mm512_dpbf16_ps(acc0, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs)));
-      acc1 = _mm512_dpbf16_ps(acc1, x0, reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 16)));
+      const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs));
+      const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bs + 16));
+      acc0 = _mm512_dpbf16_ps(acc0, h, b0);
+      acc1 = _mm512_dpbf16_ps(acc1, h, b1);
+      acc2 = _mm512_dpbf16_ps(acc2, l, b0);
+      acc3 = _mm512_dpbf16_ps(acc3, l, b1);
     }
     V out[1][kNV] = {{V{_mm512_add_ps(acc0, acc2)}, V{_mm512_add_ps(acc1, acc3)}}};
     store_tile<1>(out, y, 0, ncols, bias, false);
@@ -646,6 +594,47 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
   }
 }
 
+// ---- i8w: the sums of KernI8W, then y = sum * scale[j] (+ bias[j]) ---------------------------
+
+inline uint64_t i8w_scales_offset(int64_t n, int64_t k) {
+  return (packed_bytes<KernI8W>(n, k) + 63) / 64 * 64;
+}
+
+uint64_t i8w_packed_bytes(int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0) return 0;
+  return i8w_scales_offset(n, k) + static_cast<uint64_t>(div_up(n, kNR) * kNR) * 4;
+}
+
+// scales: f32 [n], one per output row (any alignment).
+void i8w_pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
+  pack<KernI8W>(w, nullptr, n, k, dst);
+  float* s = reinterpret_cast<float*>(static_cast<uint8_t*>(dst) + i8w_scales_offset(n, k));
+  std::memcpy(s, scales, sizeof(float) * static_cast<size_t>(n));
+  for (int64_t j = n; j < div_up(n, kNR) * kNR; ++j) s[j] = 0.0f;
+}
+
+void i8w_run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
+             const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
+             const ThreadPool* pool) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  run<KernI8W>(packed, x, ldx, y, ldy, nullptr, m, n, k, scratch, pool);
+  const float* scales =
+      reinterpret_cast<const float*>(static_cast<const uint8_t*>(packed) + i8w_scales_offset(n, k));
+  parallel_for(pool, m, div_up(m, pool_threads(pool)), [&](int64_t b, int64_t e) {
+    const D d;
+    for (int64_t r = b; r < e; ++r) {
+      float* yr = y + r * ldy;
+      int64_t j = 0;
+      for (; j + kL <= n; j += kL) {
+        V v = hn::Mul(hn::LoadU(d, yr + j), hn::LoadU(d, scales + j));
+        if (bias != nullptr) v = hn::Add(v, hn::LoadU(d, bias + j));
+        hn::StoreU(v, d, yr + j);
+      }
+      for (; j < n; ++j) yr[j] = yr[j] * scales[j] + (bias != nullptr ? bias[j] : 0.0f);
+    }
+  });
+}
+
 // ---- exported entry points (HWY_EXPORT needs plain functions) --------------------------------
 
 uint64_t F32PackedBytes(int64_t n, int64_t k) {
@@ -689,6 +678,19 @@ uint64_t BF16ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
 void BF16Run(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
              int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
   run<KernBF16>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
+uint64_t I8WPackedBytes(int64_t n, int64_t k) {
+  return i8w_packed_bytes(n, k);
+}
+void I8WPack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
+  i8w_pack(w, s, n, k, dst);
+}
+uint64_t I8WScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
+  return scratch_bytes<KernI8W>(m, n, k, t);
+}
+void I8WRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+            int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  i8w_run(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
 void BF16DpRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
                int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {

@@ -1,5 +1,6 @@
-// Float-weight matrix products (f32, f16, bf16): the HWY_EXPORT tables over the per-target code in
-// matmul_float-inl.h, and the filler that installs one target's entries into a KernelTable.
+// Matrix products with f32 activations (f32, f16, bf16, i8w): the HWY_EXPORT tables over the
+// per-target code in matmul_float-inl.h, and the filler that installs one target's entries into
+// a KernelTable.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/hwy/matmul_float.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -26,6 +27,10 @@ HWY_EXPORT(BF16Pack);
 HWY_EXPORT(BF16ScratchBytes);
 HWY_EXPORT(BF16Run);
 HWY_EXPORT(BF16DpRun);
+HWY_EXPORT(I8WPackedBytes);
+HWY_EXPORT(I8WPack);
+HWY_EXPORT(I8WScratchBytes);
+HWY_EXPORT(I8WRun);
 
 void fill(KernelTable& t, int64_t target) {
   MatmulKernel& f32 = t.matmul[static_cast<int>(WType::kF32)];
@@ -48,6 +53,12 @@ void fill(KernelTable& t, int64_t target) {
   bf16.pack = LAYA_HWY_PICK(BF16Pack, target);
   bf16.scratch_bytes = LAYA_HWY_PICK(BF16ScratchBytes, target);
   bf16.run = dp ? LAYA_HWY_PICK(BF16DpRun, target) : LAYA_HWY_PICK(BF16Run, target);
+
+  MatmulKernel& i8w = t.matmul[static_cast<int>(WType::kI8W)];
+  i8w.packed_bytes = LAYA_HWY_PICK(I8WPackedBytes, target);
+  i8w.pack = LAYA_HWY_PICK(I8WPack, target);
+  i8w.scratch_bytes = LAYA_HWY_PICK(I8WScratchBytes, target);
+  i8w.run = LAYA_HWY_PICK(I8WRun, target);
 }
 
 }  // namespace hwy_matmul_float

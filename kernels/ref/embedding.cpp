@@ -20,7 +20,8 @@ void dequantize_row(WType type, const void* rows, const float* scales, int64_t r
         out[i] = type == WType::kF16 ? f16_to_f32(r[i]) : bf16_to_f32(r[i]);
       return;
     }
-    case WType::kI8: {
+    case WType::kI8:
+    case WType::kI8W: {
       const int8_t* r = reinterpret_cast<const int8_t*>(base) + dim * row;
       for (int64_t i = 0; i < dim; ++i) out[i] = static_cast<float>(r[i]) * scales[row];
       return;

@@ -1,6 +1,6 @@
 // Reference matmul for every weight type: y[m, n] = x[m, k] . W[n, k]^T + bias.
-// Float types: w dequantized exactly, x as given (bf16: x rounded to bf16 first, as vdpbf16ps
-// consumes it), products summed in double.
+// Float types (bf16 included): w dequantized exactly, x as given in f32, products summed in
+// double. i8w: the same with the int8 values, then times the row's scale in f32.
 // Integer types: x quantized on the fly exactly as the SIMD kernels must (quant.h), integer dot
 // products per block / row, then scaled in f32 in the order written here.
 // K-quants follow ggml's ggml_vec_dot_q{4,5,6}_K_q8_K: x -> q8_K (quantize_row_q8_K), and per
@@ -28,6 +28,7 @@ uint64_t row_bytes(WType t, int64_t k) {
     case WType::kBF16:
       return 2 * k;
     case WType::kI8:
+    case WType::kI8W:
       return k;
     case WType::kQ8_0:
       return k / kQK * sizeof(BlockQ8_0);
@@ -63,19 +64,20 @@ inline constexpr bool is_kquant_v = T == WType::kQ4_K || T == WType::kQ5_K || T 
 template <WType T>
 uint64_t packed_bytes(int64_t n, int64_t k) {
   if (n <= 0 || k <= 0 || (block_elems(T) != 0 && k % block_elems(T) != 0)) return 0;
-  return row_bytes(T, k) * n + (T == WType::kI8 ? 4 * n : 0);
+  return row_bytes(T, k) * n + (T == WType::kI8 || T == WType::kI8W ? 4 * n : 0);
 }
 
 template <WType T>
 void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
   std::memcpy(dst, w, row_bytes(T, k) * n);
-  if (T == WType::kI8) std::memcpy(static_cast<uint8_t*>(dst) + row_bytes(T, k) * n, scales, 4 * n);
+  if (T == WType::kI8 || T == WType::kI8W)
+    std::memcpy(static_cast<uint8_t*>(dst) + row_bytes(T, k) * n, scales, 4 * n);
 }
 
 template <WType T>
 uint64_t scratch_bytes(int64_t, int64_t, int64_t k, int) {
-  // One converted (bf16) or quantized activation row.
-  return 4 * k + sizeof(BlockQ8_K) * (k / kQK_K + 1) + sizeof(BlockQ8_1) * (k / kQK + 1) + 64;
+  // One quantized activation row (i8: k bytes; blocks: at most this).
+  return k + sizeof(BlockQ8_K) * (k / kQK_K + 1) + sizeof(BlockQ8_1) * (k / kQK + 1) + 64;
 }
 
 // Dot product of activation row x (already in the type's activation form) with weight row j.
@@ -102,6 +104,13 @@ float dot_row(const uint8_t* w, int64_t j, int64_t k, const float* x, const void
     float ws;  // the scales follow n * k bytes of rows: not necessarily 4-byte aligned
     std::memcpy(&ws, wscales + j, sizeof ws);
     return static_cast<float>(acc) * xs * ws;
+  } else if constexpr (T == WType::kI8W) {
+    double acc = 0;
+    for (int64_t i = 0; i < k; ++i)
+      acc += double{x[i]} * static_cast<double>(static_cast<int8_t>(row[i]));
+    float ws;
+    std::memcpy(&ws, wscales + j, sizeof ws);
+    return static_cast<float>(acc) * ws;
   } else if constexpr (T == WType::kQ8_0) {
     const BlockQ8_0* wb = reinterpret_cast<const BlockQ8_0*>(row);
     const BlockQ8_0* xb = static_cast<const BlockQ8_0*>(xq);
@@ -190,17 +199,14 @@ template <WType T>
 void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
          int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool*) {
   const uint8_t* w = static_cast<const uint8_t*>(packed);
-  const float* wscales =
-      T == WType::kI8 ? reinterpret_cast<const float*>(w + row_bytes(T, k) * n) : nullptr;
-  float* xconv = static_cast<float*>(scratch);  // k floats (bf16-rounded x)
-  void* xq = reinterpret_cast<uint8_t*>(scratch) + 4 * k + 64 - (4 * k) % 64;
+  const float* wscales = T == WType::kI8 || T == WType::kI8W
+                             ? reinterpret_cast<const float*>(w + row_bytes(T, k) * n)
+                             : nullptr;
+  void* xq = scratch;
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * ldx;
     float xs = 1.0f;
-    if constexpr (T == WType::kBF16) {
-      for (int64_t i = 0; i < k; ++i) xconv[i] = bf16_to_f32(f32_to_bf16(xr[i]));
-      xr = xconv;
-    } else if constexpr (T == WType::kI8) {
+    if constexpr (T == WType::kI8) {
       xs = quantize_row_i8(xr, static_cast<int8_t*>(xq), k);
     } else if constexpr (T == WType::kQ8_0 || T == WType::kQ4_0) {
       quantize_act_q8_0(xr, static_cast<BlockQ8_0*>(xq), k);

@@ -242,3 +242,88 @@ TEST_CASE("modernbert import: last_hidden_state vs transformers (the SDK's short
     CHECK(min_cos >= 0.9999);
   }
 }
+
+namespace {
+
+// Decision (argmax) agreement with the SDK's fp32 over every recorded row of
+// tests/fixtures/laya-trained-modernbert/precision-cases.json, and the largest |dp| (untempered),
+// for one weight format and one cpu int8_activations setting.
+struct Agreement {
+  int rows = 0, same = 0;
+  double max_dp = 0;
+};
+
+Agreement agreement(frontends::WeightFormat format, const std::string& int8_activations) {
+  const std::string dir = test::fixtures_dir() + "/laya-trained-modernbert";
+  Result<json::Value> cases = json::parse(test::read_text(dir + "/precision-cases.json"));
+  REQUIRE_MESSAGE(cases.is_ok(), cases.status().to_string());
+  frontends::ImportOptions opts;
+  opts.hash_sources = false;
+  opts.format = format;
+  Result<ir::Graph> converted = frontends::import_laya(dir, opts);
+  REQUIRE_MESSAGE(converted.is_ok(), converted.status().to_string());
+  test::TempDir tmp;
+  REQUIRE(ir::model_write(*converted, tmp.file("m.laya")).is_ok());
+  Result<ir::Graph> g = ir::model_load(tmp.file("m.laya"));
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  runtime::SessionOptions o = test::cpu_options("auto", 2);
+  o.backend_options[0].second.settings.push_back({"int8_activations", int8_activations});
+  test::TinyRun run = test::make_run(*g, o);
+  Agreement a;
+  for (const json::Value& c : cases->find("cases")->items()) {
+    const json::Value* rows = c.find("rows");
+    size_t next = 0;
+    for (const json::Value& f : c.find("forwards")->items()) {
+      const size_t n = static_cast<size_t>(*f.find("rows")->as_int64());
+      const std::vector<tools::LayaRow> batch = tools::rows_from_json(*rows, next, n);
+      next += n;
+      tools::LayaOut out;
+      const Status st = tools::run_laya(*run.session, batch, &out);
+      REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+      for (size_t r = 0; r < n; ++r) {
+        const int64_t k = static_cast<int64_t>(batch[r].markers.size());
+        std::vector<float> ref;
+        for (int64_t j = 0; j < k; ++j)
+          ref.push_back(static_cast<float>(
+              f.find("logits")->items()[r].items()[static_cast<size_t>(j)].as_double()));
+        const std::vector<double> p =
+            tools::softmax_d(out.logits.data() + static_cast<int64_t>(r) * out.k, k);
+        const std::vector<double> q = tools::softmax_d(ref.data(), k);
+        size_t am_p = 0, am_q = 0;
+        for (size_t j = 0; j < p.size(); ++j) {
+          a.max_dp = std::max(a.max_dp, std::fabs(p[j] - q[j]));
+          if (p[j] > p[am_p]) am_p = j;
+          if (q[j] > q[am_q]) am_q = j;
+        }
+        a.same += am_p == am_q;
+        ++a.rows;
+      }
+    }
+  }
+  MESSAGE(std::string(frontends::weight_format_name(format))
+          << ", int8_activations=" << int8_activations << ": argmax " << a.same << "/" << a.rows
+          << ", max |dp| " << a.max_dp);
+  return a;
+}
+
+}  // namespace
+
+// The trained checkpoint (tools/reference/make_trained_checkpoint.py: upstream's own fine-tuner)
+// answers near-uniformly (median tempered margin 0.017), so decision agreement measures rounding
+// noise at its most sensitive; docs/precision.md has the numbers. Measured on Zen 3 (AVX2):
+// bf16 325/326 and max |dp| 4.6e-4; int8 (weight-only) 323/326, 2.1e-3. The kernels that rounded
+// activations gave bf16 289/326, 0.0127 and int8 198/326, 0.115 (still selectable for int8:
+// int8_activations=i8), so the bars below fail on them.
+TEST_CASE(
+    "laya parity: bf16 and int8 keep activations in f32; decisions on the trained checkpoint") {
+  const Agreement bf = agreement(frontends::WeightFormat::kBF16, "f32");
+  CHECK(bf.rows >= 300);
+  CHECK(bf.same >= bf.rows * 99 / 100);
+  CHECK(bf.max_dp <= 0.01);
+  const Agreement w8 = agreement(frontends::WeightFormat::kInt8, "f32");
+  CHECK(w8.rows >= 300);
+  CHECK(w8.same >= w8.rows * 98 / 100);
+  CHECK(w8.max_dp <= 0.01);
+  const Agreement a8 = agreement(frontends::WeightFormat::kInt8, "i8");  // the setting takes effect
+  CHECK(a8.same < w8.same);
+}

@@ -166,7 +166,8 @@ TEST_CASE("embedding: every weight type, exact") {
           std::memcpy(table.data(), h.data(), table.size());
           break;
         }
-        case WType::kI8: {
+        case WType::kI8:
+        case WType::kI8W: {
           table.resize(src.size());
           for (uint8_t& v : table) v = static_cast<uint8_t>(bits(rng));
           scales = randn(rng, static_cast<size_t>(vocab), 0.0f, 0.1f);

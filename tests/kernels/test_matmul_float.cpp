@@ -1,4 +1,4 @@
-// Float-weight matmul kernels (f32, f16, bf16): every compiled Highway target against the scalar
+// Matmul kernels with f32 activations (f32, f16, bf16, i8w): every compiled Highway target against the scalar
 // reference (kernels/ref/matmul.cpp), on odd and tiny shapes, row strides, bias on and off, serial
 // and threaded; plus the packing contract (pack once, run reads the packed buffer only).
 //
@@ -9,11 +9,16 @@
 //              |x w|: 2.5e-11 observed over these cases. Any wrong, missing or doubled term or
 //              output gives >= ~1e-4 (1 / k or 1 / (m n)).
 //   f16  1e-9  Half weights widen to f32 exactly; the rest is the f32 computation (1.2e-11 seen).
-//   bf16 1e-8  The reference rounds x to bf16 exactly as the kernel must and bf16 x bf16 products
-//              are exact in f32, so only summation differs; but vdpbf16ps adds each pair with its
-//              own internal order and rounding and flushes denormals, which the x86 manuals leave
-//              partly unspecified, so 10x more room than f32 (9e-13 seen). A kernel that skipped
-//              or truncated the rounding of x would be off by ~2^-9 per term (NMSE ~1e-6).
+//   i8w  1e-9  int8 weights widen to f32 exactly; the f32 computation, then one f32 multiply by
+//              the row scale (as the reference). A kernel quantizing x to int8 per token (the i8
+//              kernel's a8w8) is off by ~1e-5.
+//   bf16 1e-8  x stays f32 (the reference: f32 x, exact bf16 weights, double sums). The FMA
+//              kernels widen the weights exactly, so only summation differs (f32-level, as f32).
+//              vdpbf16ps (AVX512-BF16) sees x as hi = bf16(x) plus lo = bf16(x - hi), x to ~2^-17
+//              relative (NMSE ~1e-11), and adds each pair with its own internal order and
+//              rounding, flushing denormals. A kernel that rounded x to bf16 (the format before
+//              docs/precision.md's fix), or dropped the lo half, is off by ~2^-9 per term: NMSE
+//              ~1e-6, which fails.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -67,10 +72,22 @@ bool guard_ok(const Buffer& b, uint64_t bytes) {
   return true;
 }
 
-// Weights in the file layout of `t`, from values in [-1, 1].
-std::vector<uint8_t> make_weights(WType t, int64_t n, int64_t k, std::mt19937& rng) {
+// Weights in the file layout of `t`, from values in [-1, 1] (i8w: quantized per row, the scales
+// into *scales).
+std::vector<uint8_t> make_weights(WType t, int64_t n, int64_t k, std::mt19937& rng,
+                                  std::vector<float>* scales) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const size_t count = static_cast<size_t>(n * k);
+  if (t == WType::kI8W) {
+    std::vector<float> v(count);
+    for (float& f : v) f = u(rng);
+    std::vector<uint8_t> w(count);
+    scales->resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      (*scales)[static_cast<size_t>(j)] =
+          quantize_row_i8(v.data() + j * k, reinterpret_cast<int8_t*>(w.data()) + j * k, k);
+    return w;
+  }
   std::vector<uint8_t> w(count * (t == WType::kF32 ? 4 : 2));
   for (size_t i = 0; i < count; ++i) {
     const float v = u(rng);
@@ -104,10 +121,11 @@ struct Runner {
   uint64_t packed_size;
   Buffer packed;
 
-  Runner(const MatmulKernel& kern_, const std::vector<uint8_t>& w, int64_t n, int64_t k)
+  Runner(const MatmulKernel& kern_, const std::vector<uint8_t>& w, int64_t n, int64_t k,
+         const std::vector<float>& scales = {})
       : kern(kern_), packed_size(kern_.packed_bytes(n, k)), packed(alloc_guarded(packed_size)) {
     REQUIRE(packed_size > 0);
-    kern.pack(w.data(), nullptr, n, k, packed.get());
+    kern.pack(w.data(), scales.empty() ? nullptr : scales.data(), n, k, packed.get());
     REQUIRE(guard_ok(packed, packed_size));
   }
 
@@ -139,7 +157,8 @@ void check_case(const KernelTable& table, WType type, const Case& c, std::mt1993
   CAPTURE(c.ldx);
   CAPTURE(c.ldy);
   CAPTURE(c.bias);
-  const std::vector<uint8_t> w = make_weights(type, c.n, c.k, rng);
+  std::vector<float> scales;
+  const std::vector<uint8_t> w = make_weights(type, c.n, c.k, rng, &scales);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(c.m * c.ldx));
   for (float& v : x) v = u(rng);
@@ -149,11 +168,11 @@ void check_case(const KernelTable& table, WType type, const Case& c, std::mt1993
 
   const float kPad = -12345.0f;
   std::vector<float> ref(static_cast<size_t>(c.m * c.ldy), kPad);
-  Runner rr(kernel_table_ref().matmul[static_cast<int>(type)], w, c.n, c.k);
+  Runner rr(kernel_table_ref().matmul[static_cast<int>(type)], w, c.n, c.k, scales);
   rr.run(x, c.ldx, ref, c.ldy, b, c.m, c.n, c.k, nullptr);
 
   std::vector<float> y(ref.size(), kPad);
-  Runner rh(table.matmul[static_cast<int>(type)], w, c.n, c.k);
+  Runner rh(table.matmul[static_cast<int>(type)], w, c.n, c.k, scales);
   rh.run(x, c.ldx, y, c.ldy, b, c.m, c.n, c.k, nullptr);
   const double e = nmse(y, ref, c.m, c.n, c.ldy);
   CAPTURE(e);
@@ -229,12 +248,13 @@ TEST_CASE("matmul float: packing happens once; run never writes the packed weigh
       for (const int64_t m : {int64_t{1}, int64_t{29}}) {
         const int64_t n = 70, k = 301;
         std::mt19937 rng(7);
-        const std::vector<uint8_t> w = make_weights(type, n, k, rng);
+        std::vector<float> scales;
+        const std::vector<uint8_t> w = make_weights(type, n, k, rng, &scales);
         std::vector<float> x(static_cast<size_t>(m * k)), bias(static_cast<size_t>(n));
         std::uniform_real_distribution<float> u(-1.0f, 1.0f);
         for (float& v : x) v = u(rng);
         for (float& v : bias) v = u(rng);
-        Runner r(table.matmul[static_cast<int>(type)], w, n, k);
+        Runner r(table.matmul[static_cast<int>(type)], w, n, k, scales);
         const std::vector<uint8_t> before(r.packed.get(), r.packed.get() + r.packed_size);
         std::vector<float> y1(static_cast<size_t>(m * n)), y2(y1.size(), 1.0f);
         r.run(x, k, y1, n, bias.data(), m, n, k, nullptr);
@@ -246,27 +266,29 @@ TEST_CASE("matmul float: packing happens once; run never writes the packed weigh
   }
 }
 
-TEST_CASE("matmul float: bf16 rounds x to bf16 (nearest even) before multiplying") {
-  // W = one row of ones; x chosen so that x rounded to bf16 differs from x: the sum of the
-  // rounded values is exact in f32, and distinguishes rounding from truncation or no rounding.
+TEST_CASE("matmul float: bf16 keeps x in f32 (no bf16 rounding of activations)") {
+  // W = one row of ones; x values with up to 16 significant bits (exact as hi + lo bf16 halves on
+  // vdpbf16ps) that bf16 rounding would change: the f32 sum of x itself is exact and is the
+  // answer; a kernel rounding x to bf16 gets (1 + 2^-7) + 1 + 3 - (1 + 2^-6) instead.
   const int64_t n = 1, k = 4;
   std::vector<uint8_t> w(2 * k);
   for (int64_t i = 0; i < k; ++i) {
     const uint16_t one = 0x3f80;
     std::memcpy(w.data() + 2 * i, &one, 2);
   }
-  // 1 + 2^-8 + 2^-9 rounds up to 1 + 2^-7; 1 + 2^-9 (a tie) rounds to even 1; 3 + 2^-7 rounds
-  // to 3 (tie, even); -(1 + 2^-7 + 2^-8) (tie) rounds to -(1 + 2^-6).
   const std::vector<float> x = {1.0f + 0x1p-8f + 0x1p-9f, 1.0f + 0x1p-9f, 3.0f + 0x1p-7f,
                                 -(1.0f + 0x1p-7f + 0x1p-8f)};
-  const float expect = (1.0f + 0x1p-7f) + 1.0f + 3.0f - (1.0f + 0x1p-6f);
-  for (const int64_t target : kernel_hwy_targets()) {
-    const KernelTable table = kernel_table_hwy(target);
-    CAPTURE(table.isa);
+  const float expect = 4.0f + 0x1p-8f + 0x1p-9f + 0x1p-9f + 0x1p-7f - 0x1p-7f - 0x1p-8f;
+  std::vector<const KernelTable*> tables = {&kernel_table_ref()};
+  std::vector<KernelTable> hwy;
+  for (const int64_t target : kernel_hwy_targets()) hwy.push_back(kernel_table_hwy(target));
+  for (const KernelTable& t : hwy) tables.push_back(&t);
+  for (const KernelTable* table : tables) {
+    CAPTURE(table->isa);
     for (const int64_t m : {int64_t{1}, int64_t{2}}) {
       std::vector<float> xm;
       for (int64_t r = 0; r < m; ++r) xm.insert(xm.end(), x.begin(), x.end());
-      Runner r(table.matmul[static_cast<int>(WType::kBF16)], w, n, k);
+      Runner r(table->matmul[static_cast<int>(WType::kBF16)], w, n, k);
       std::vector<float> y(static_cast<size_t>(m));
       r.run(xm, k, y, 1, nullptr, m, n, k, nullptr);
       for (const float v : y) CHECK(v == expect);

@@ -476,6 +476,14 @@ TEST_CASE("cpu backend: capabilities and kernel selection") {
   CHECK(contains(st.message(), "'vnpu'"));
   o.settings = {{"model_gflops", "-3"}};
   CHECK(reg.create("cpu", o).status().code() == StatusCode::kInvalidArgument);
+  for (const char* v : {"f32", "i8"}) {
+    o.settings = {{"int8_activations", v}};
+    CHECK(reg.create("cpu", o).is_ok());
+  }
+  o.settings = {{"int8_activations", "bf16"}};
+  st = reg.create("cpu", o).status();
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(st.message(), "int8_activations=bf16"));
   o.settings = {{"kernels", "auto"}};
   o.n_threads = -1;
   CHECK(reg.create("cpu", o).status().code() == StatusCode::kInvalidArgument);

@@ -2,7 +2,8 @@
 // format, and each reduced-precision format against the first one (normally f32).
 //
 //   laya-parity CHECKPOINT [--cases FILE] [--dtype f32,bf16,int8] [--head-dtype D]
-//               [--override PATTERN=D]... [--threads N] [--kernels K] [--check]
+//               [--override PATTERN=D]... [--threads N] [--kernels K]
+//               [--int8-activations f32|i8] [--check]
 //
 // CHECKPOINT is a Laya checkpoint directory; FILE (default CHECKPOINT/cases.json) a laya-cases/1
 // file recorded from it by tools/reference/run_laya_cases.py. Every recorded forward's rows run
@@ -13,6 +14,8 @@
 // first format and max |dp| from it. "source" runs the checkpoint's own weights in place; a
 // format may carry its own overrides: "int8:encoder.layers.*.mlp.Wo.weight=f16;head.*=f16".
 // --head-dtype / --override (laya-convert's) apply to every format but "source".
+// --int8-activations: the cpu backend's setting (f32: int8 weights against f32 activations, the
+// default; i8: the a8w8 kernels, activations quantized per token).
 // --check: exit 1 unless the first format meets the fp32 bars (identical argmax, max |dp| <= 2e-4)
 // and every other one the reduced-precision bars (>= 99.5% agreement, max |dp| <= 0.01).
 // Exit codes: 0 ok, 1 failure (or a missed bar with --check), 2 bad arguments.
@@ -139,7 +142,8 @@ Status run_cases(runtime::Session& s, const json::Value& doc, Report* rep) {
 
 constexpr const char* kUsage =
     "usage: laya-parity CHECKPOINT [--cases FILE] [--dtype f32,bf16,int8] [--head-dtype D]\n"
-    "                   [--override P=D]... [--threads N] [--kernels K] [--check]\n";
+    "                   [--override P=D]... [--threads N] [--kernels K]\n"
+    "                   [--int8-activations f32|i8] [--check]\n";
 
 int usage(const char* why) {
   std::fprintf(stderr, "laya-parity: %s\n%s", why, kUsage);
@@ -149,7 +153,7 @@ int usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cases_path, dtypes = "f32", head, kernels = "auto";
+  std::string cases_path, dtypes = "f32", head, kernels = "auto", int8_act = "f32";
   std::vector<std::string> override_specs, positional;
   int64_t threads = 2;
   bool check = false, help = false;
@@ -161,6 +165,7 @@ int main(int argc, char** argv) {
   p.repeated("override", &override_specs);
   p.integer("threads", 0, 1024, &threads);
   p.choice("kernels", kernels::kernel_table_names(), &kernels);
+  p.choice("int8-activations", {"f32", "i8"}, &int8_act);
   p.flag("check", &check);
   if (!p.parse(argc, argv, 1, &positional)) return usage(p.error().c_str());
   if (help) {
@@ -233,7 +238,7 @@ int main(int argc, char** argv) {
     runtime::SessionOptions so;
     hal::BackendOptions cpu;
     cpu.n_threads = static_cast<int>(threads);
-    cpu.settings = {{"kernels", kernels}};
+    cpu.settings = {{"kernels", kernels}, {"int8_activations", int8_act}};
     so.backend_options.emplace_back("cpu", cpu);
     so.backend.n_threads = static_cast<int>(threads);
     auto s = runtime::Session::prepare(*g, so);
