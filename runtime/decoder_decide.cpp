@@ -235,8 +235,8 @@ Result<DecoderRequest> parse_decoder_request(std::string_view body_text) {
     auto check = [&](const Value& v, const char* what) -> Status {
       const Status st = grammar::schema_validate(*parsed_schema, v);
       if (!st.is_ok())
-        return unprocessable(std::string(what) + " does not validate against the schema: " +
-                             st.message());
+        return unprocessable(std::string(what) +
+                             " does not validate against the schema: " + st.message());
       return Status::ok();
     };
     if (const Value* fb = body.find("fallback"); fb && !fb->is_null()) {
@@ -306,22 +306,25 @@ Result<DecoderPrompt> schema_prompt(const DecoderText& text, const json::Value& 
   return p;
 }
 
-Result<int64_t> decoder_request_cells(const DecoderText& text, const DecoderRequest& req) {
-  int64_t most = 1;
+Result<DecoderCells> decoder_request_cells(const DecoderText& text, const DecoderRequest& req) {
+  DecoderCells c;
   for (const Value& state : req.states) {
     if (req.schema) {
       LAYA_ASSIGN_OR_RETURN(DecoderPrompt p,
                             schema_prompt(text, state, req.schema_request.schema, req.system));
-      most = std::max(most, static_cast<int64_t>(p.ids.size()) + req.schema_request.max_tokens);
+      c.working =
+          std::max(c.working, static_cast<int64_t>(p.ids.size()) + req.schema_request.max_tokens);
+      c.stored = std::max(c.stored, static_cast<int64_t>(p.shared));
     } else {
       LAYA_ASSIGN_OR_RETURN(QuestionsPrompt p,
                             questions_prompt(text, state, req.questions.questions, req.system));
       size_t longest = 0;
       for (const auto& s : p.suffixes) longest = std::max(longest, s.size());
-      most = std::max(most, static_cast<int64_t>(p.shared.size() + longest));
+      c.working = std::max(c.working, static_cast<int64_t>(p.shared.size() + longest));
+      c.stored = std::max(c.stored, static_cast<int64_t>(p.shared.size()));
     }
   }
-  return most;
+  return c;
 }
 
 Result<std::vector<int32_t>> option_label_ids(const tok::Tokenizer& tok, size_t k) {
@@ -342,12 +345,9 @@ Result<std::vector<int32_t>> option_label_ids(const tok::Tokenizer& tok, size_t 
   return ids;
 }
 
-Result<std::unique_ptr<DecoderDecider>> DecoderDecider::create(DecoderRunner& runner,
-                                                               KvCache& cache,
-                                                               PrefixCache* prefix_cache,
-                                                               DecoderText text,
-                                                               decision::Temperatures temps,
-                                                               int32_t seq) {
+Result<std::unique_ptr<DecoderDecider>> DecoderDecider::create(
+    DecoderRunner& runner, KvCache& cache, PrefixCache* prefix_cache, DecoderText text,
+    decision::Temperatures temps, int32_t seq) {
   if (text.tokenizer == nullptr)
     return Status(StatusCode::kInvalidArgument, "a decoder decision needs the model's tokenizer");
   if (seq < 0 || seq >= cache.max_seqs())
@@ -384,6 +384,37 @@ Result<std::shared_ptr<const grammar::TokenAutomaton>> DecoderDecider::automaton
                         grammar::TokenAutomaton::compile(schema, vocab_));
   automata_.emplace(key, a);
   return a;
+}
+
+Result<std::vector<int32_t>> DecoderDecider::tokenize_bytes(std::string_view bytes) const {
+  // A generated token may end inside a UTF-8 character, and a forced run may stop inside one:
+  // those bytes go as single-byte tokens, the whole characters between through the tokenizer.
+  auto continuation = [](char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; };
+  size_t lead = 0;
+  while (lead < bytes.size() && continuation(bytes[lead])) ++lead;
+  size_t end = bytes.size();
+  for (size_t back = 0; back < 4 && back < end - lead; ++back) {
+    const uint8_t c = static_cast<uint8_t>(bytes[end - 1 - back]);
+    if ((c & 0xC0) == 0x80) continue;
+    const size_t need = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
+    if (back + 1 < need) end = end - 1 - back;
+    break;
+  }
+  std::vector<int32_t> ids;
+  auto single = [&](size_t from, size_t to) -> Status {
+    for (size_t i = from; i < to; ++i) {
+      const int32_t t = vocab_->byte_token(static_cast<uint8_t>(bytes[i]));
+      if (t < 0)
+        return Status(StatusCode::kInternal, "a byte of forced text has no single-byte token");
+      ids.push_back(t);
+    }
+    return Status::ok();
+  };
+  LAYA_RETURN_IF_ERROR(single(0, lead));
+  if (end > lead)
+    LAYA_RETURN_IF_ERROR(text_.tokenizer->encode(bytes.substr(lead, end - lead), {}, &ids));
+  LAYA_RETURN_IF_ERROR(single(std::max(lead, end), bytes.size()));
+  return ids;
 }
 
 template <class F>
@@ -503,7 +534,8 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
   LAYA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(sc, V));
   const PrefixCacheStats before = prefix_ ? prefix_->stats() : PrefixCacheStats{};
 
-  LAYA_ASSIGN_OR_RETURN(const int64_t hit, prefill_prompt(prompt.ids, prompt.ids));
+  LAYA_ASSIGN_OR_RETURN(const int64_t hit,
+                        prefill_prompt(prompt.ids, std::span(prompt.ids).first(prompt.shared)));
   const double prefill_ms = ms_since(t0);
 
   grammar::GrammarMatcher m(ta.get());
@@ -517,8 +549,8 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
   auto budget = [&](size_t more) {
     if (out_ids.size() + more > static_cast<size_t>(sr.max_tokens)) {
       overrun = true;
-      overrun_why = "the decision needs more than max_tokens " + std::to_string(sr.max_tokens) +
-                    " tokens";
+      overrun_why =
+          "the decision needs more than max_tokens " + std::to_string(sr.max_tokens) + " tokens";
       return false;
     }
     if (sr.deadline_ms && ms_since(t0) > static_cast<double>(*sr.deadline_ms)) {
@@ -550,8 +582,7 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
         forced.push_back(static_cast<char>(chars.forced_byte(f)));
         f = chars.next(f, static_cast<uint8_t>(forced.back()));
       }
-      std::vector<int32_t> ids;
-      LAYA_RETURN_IF_ERROR(text_.tokenizer->encode(forced, {}, &ids));
+      LAYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenize_bytes(forced));
       for (int32_t id : ids)
         if (id < 0 || id >= V || !ta->allowed(m.state(), id) || !m.accept(id).is_ok())
           return Status(StatusCode::kInternal,
@@ -594,8 +625,8 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
       grammar::GrammarMatcher walk = m;
       for (int32_t id : ids) {
         if (id < 0 || id >= V || !ta->allowed(walk.state(), id))
-          return Status(StatusCode::kInternal, "the option " + sl.texts[o] +
-                                                   " does not tokenize within the grammar");
+          return Status(StatusCode::kInternal,
+                        "the option " + sl.texts[o] + " does not tokenize within the grammar");
         states.push_back(walk);
         LAYA_RETURN_IF_ERROR(walk.accept(id));
       }
@@ -644,14 +675,12 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
     Value field = Value::object();
     field.set("probabilities", std::move(probs));
     field.set("confidence", num4(conf));
-    const double gate = min_confidence_for(req.min_confidence,
-                                           decision::temp_bucket(decision::QType::kChoice,
-                                                                 static_cast<int>(k)));
+    const double gate = min_confidence_for(
+        req.min_confidence, decision::temp_bucket(decision::QType::kChoice, static_cast<int>(k)));
     if (gate >= 0 && conf < gate) field.set("needs_review", Value::boolean(true));
     const std::string path = value_path(text);
     if (!budget(option_ids[pick].size())) break;
-    LAYA_RETURN_IF_ERROR(
-        m.accept_bytes(sl.texts[pick].data(), sl.texts[pick].size()));
+    LAYA_RETURN_IF_ERROR(m.accept_bytes(sl.texts[pick].data(), sl.texts[pick].size()));
     LAYA_RETURN_IF_ERROR(commit(option_ids[pick], sl.texts[pick]));
     if (first_token_ms < 0) first_token_ms = ms_since(t0);
     fields.set(path, std::move(field));
@@ -669,8 +698,8 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
   } else {
     Result<Value> parsed = json::parse(text, {}, "decision");
     if (!parsed.is_ok())
-      return Status(StatusCode::kInternal,
-                    std::string("the generated decision is not JSON: ") + parsed.status().message());
+      return Status(StatusCode::kInternal, std::string("the generated decision is not JSON: ") +
+                                               parsed.status().message());
     const Status valid = grammar::schema_validate(ta->schema(), *parsed);
     if (!valid.is_ok())
       return Status(StatusCode::kInternal,

@@ -99,8 +99,8 @@ struct DecoderSchemaRequest {
 struct DecoderRequest {
   bool schema = false;  // a schema request; otherwise a questions request
   std::vector<json::Value> states;
-  bool batch = false;                  // `states`: the result is a list
-  std::optional<std::string> system;   // the request's system prompt
+  bool batch = false;                   // `states`: the result is a list
+  std::optional<std::string> system;    // the request's system prompt
   decision::DecisionRequest questions;  // questions requests (parse_request's checks)
   DecoderSchemaRequest schema_request;  // schema requests
   decision::MinConfidence min_confidence;
@@ -141,8 +141,14 @@ Result<DecoderPrompt> schema_prompt(const DecoderText& text, const json::Value& 
                                     const json::Value& schema,
                                     const std::optional<std::string>& system);
 
-// KV cells one working sequence needs for the request (longest prompt plus the longest answer).
-Result<int64_t> decoder_request_cells(const DecoderText& text, const DecoderRequest& req);
+// KV cells a request needs: `working` for the working sequence (the longest prompt plus the
+// longest answer), `stored` for the longest prompt part the prefix cache keeps (a questions
+// prompt's shared part; a schema prompt's shared part: system, instruction and schema).
+struct DecoderCells {
+  int64_t working = 1;
+  int64_t stored = 1;
+};
+Result<DecoderCells> decoder_request_cells(const DecoderText& text, const DecoderRequest& req);
 
 // The label tokens "A", "B", ... of `k` options (kUnsupported naming a label that is not one
 // token; kRequestUnprocessable for k > 26).
@@ -167,8 +173,7 @@ class DecoderDecider {
   // kInvalidArgument when the tokenizer is null, `seq` is outside the cache, the prefix cache is
   // over another cache or holds `seq` as a slot.
   static Result<std::unique_ptr<DecoderDecider>> create(DecoderRunner& runner, KvCache& cache,
-                                                        PrefixCache* prefix_cache,
-                                                        DecoderText text,
+                                                        PrefixCache* prefix_cache, DecoderText text,
                                                         decision::Temperatures temps,
                                                         int32_t seq = 0);
 
@@ -196,6 +201,9 @@ class DecoderDecider {
   // Restores the prompt's cached prefix into seq_, prefills the rest, stores it; returns hit
   // tokens.
   Result<int64_t> prefill_prompt(std::span<const int32_t> ids, std::span<const int32_t> store);
+  // Token ids spelling `bytes` (whole characters through the tokenizer, stray UTF-8 bytes as
+  // single-byte tokens).
+  Result<std::vector<int32_t>> tokenize_bytes(std::string_view bytes) const;
   // Appends `ids` to seq_ chunk by chunk; `row(i, logits)` sees the row after ids[i].
   template <class F>
   Status append(std::span<const int32_t> ids, F&& row);

@@ -163,14 +163,14 @@ int decide_on_decoder(const std::string& model, const std::string& body,
   if (const int32_t eot = d.tokenizer->token_to_id(end_of_turn); eot >= 0)
     text.stop_ids.push_back(eot);
   if (d.eos >= 0) text.stop_ids.push_back(d.eos);
-  Result<int64_t> cells = runtime::decoder_request_cells(text, *req);
+  Result<runtime::DecoderCells> cells = runtime::decoder_request_cells(text, *req);
   if (!cells.is_ok()) return refuse(cells.status());
-  // The prefix cache keeps two prompts' whole blocks: the shared system block is found again for
-  // the next state.
+  // The prefix cache keeps two prompts' shared parts (whole blocks): the system block (and a
+  // schema's) is found again for the next state and the next request of the same process.
   constexpr int64_t kBlock = 16;
   constexpr int32_t kSlots = 2;
-  const int64_t prefix_tokens = kSlots * std::max<int64_t>(1, *cells / kBlock) * kBlock;
-  st = d.start(so, chunk, *cells, load_start, prefix_tokens, 1 + kSlots);
+  const int64_t prefix_tokens = kSlots * std::max<int64_t>(1, cells->stored / kBlock) * kBlock;
+  st = d.start(so, chunk, cells->working, load_start, prefix_tokens, 1 + kSlots);
   if (!st.is_ok()) return refuse(st);
   runtime::PrefixCacheOptions po;
   po.block_tokens = kBlock;
