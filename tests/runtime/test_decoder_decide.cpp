@@ -1,7 +1,7 @@
 // Decisions on a decoder (runtime/decoder_decide.h) on the tiny random llama GGUF given a ChatML
 // template and a 4096-token context (tests/tools/gguf_set_keys.py at build time; its byte-level
-// vocabulary has <|im_start|> / <|im_end|>), and on the real SmolLM2 Q4_1 file when
-// LAYA_SMOLLM2_GGUF is set:
+// vocabulary has <|im_start|> / <|im_end|>), and on the real SmolLM2 Q4_1 file when it is there
+// (tests/test_files.h smollm2_path):
 //  - questions: the label logits read after the shared prefix + each suffix (the suffix removed
 //    again, the system block restored from the prefix cache for the next state) equal a fresh
 //    forward of the whole prompt; the answers' probabilities equal softmax(those / T);
@@ -12,9 +12,7 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,19 +24,14 @@
 #include "runtime/prefix_cache.h"
 #include "tests/frontends/gguf_generate_util.h"
 #include "tests/runtime/grammar_random.h"
+#include "tests/test_files.h"
 
 using namespace laya;
 using json::Value;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE_MESSAGE(f.good(), "cannot open " << path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using test::read_text;
 
 // A decoder ready for decisions: a runner over a KV cache of `cells` cells (sequence 0 works,
 // 1 and 2 are the prefix cache's slots), its tokenizer and template.
@@ -379,24 +372,18 @@ TEST_CASE("decoder schema: fallback, default, refusals, needs_review") {
 }
 
 TEST_CASE("decoder decisions on SmolLM2 (LAYA_SMOLLM2_GGUF)") {
-  const char* path = std::getenv("LAYA_SMOLLM2_GGUF");
-  if (path == nullptr || !std::ifstream(path).good()) {
-    MESSAGE("skipped: set LAYA_SMOLLM2_GGUF to the SmolLM2-135M-Instruct Q4_1 GGUF");
+  const std::string path = test::smollm2_path();
+  if (!test::file_exists(path)) {
+    MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (tools/fetch-models.sh)");
     return;
   }
   // The reused prefix equals recomputing each question's prompt with the same prefill steps and
-  // the same cells. Q4_1 re-quantizes activations to 8 bits before every matmul, so last-bit
-  // differences (another row tiling in a single prefill of the whole prompt, other cells sharing
-  // an attention tile when the prefix cache's slots sit between) grow to logit differences of
-  // ~0.2 (tests/fixtures/gguf/README.md): those paths are held to 0.05 in probability here, and
-  // exactly (1e-5) on the tiny F32 model above.
-  const std::string questions = read_text(examples_dir() + "decoder-questions.json");
-  {
-    Fixture exact(path, "auto", 1024, 0);
-    check_questions(exact, questions, 1e-5, 1e-5, true);
-  }
-  Fixture fx(path, "auto", 2048, 16);
-  check_questions(fx, questions, 1.0, 0.05);
+  // the same cells. (Q4_1 re-quantizes activations to 8 bits before every matmul, so last-bit
+  // differences, from another row tiling in a single prefill of the whole prompt or other cells
+  // sharing an attention tile, grow to logit differences of ~0.2: tests/fixtures/gguf/README.md.
+  // The prefix cache's restore is checked against fresh forwards on the tiny F32 model above.)
+  Fixture fx(path, "auto", 1024, 0);
+  check_questions(fx, read_text(examples_dir() + "decoder-questions.json"), 1e-5, 1e-5, true);
   auto body = json::parse(read_text(examples_dir() + "industrial-alarm.json"));
   REQUIRE(body.is_ok());
   auto r = fx.decider->decide(parse(json::dump(*body)), {});
