@@ -132,11 +132,14 @@ Value decode_answers(const std::vector<Question>& questions, const std::vector<R
     for (size_t i = 1; i < k; ++i)
       if (p[i] > p[arg]) arg = i;
     const double top = k ? std::clamp(static_cast<double>(p[arg]), 0.0, 1.0) : 1.0;
-    const float* act = act_logits + 2 * j;
-    const float am = std::max(act[0], act[1]);
-    const float e0 = expf_exact(act[0] - am), e1 = expf_exact(act[1] - am);
-    Value action = Value::object();
-    action.set("act_probability", num(static_cast<double>(e0 / (e0 + e1))));
+    Value action;
+    if (act_logits != nullptr) {
+      const float* act = act_logits + 2 * j;
+      const float am = std::max(act[0], act[1]);
+      const float e0 = expf_exact(act[0] - am), e1 = expf_exact(act[1] - am);
+      action = Value::object();
+      action.set("act_probability", num(static_cast<double>(e0 / (e0 + e1))));
+    }
 
     Value a = Value::object();
     a.set("type", Value::string(qtype_name(q.type)));
@@ -165,7 +168,7 @@ Value decode_answers(const std::vector<Question>& questions, const std::vector<R
       a.set("confidence", num(std::max(p1, 1.0 - p1)));
     }
     a.set("answer_confidence", num(top));
-    a.set("action", std::move(action));
+    if (act_logits != nullptr) a.set("action", std::move(action));
     answers.members().push_back({q.id, std::move(a)});
   }
   return answers;

@@ -12,7 +12,7 @@
 //           confidence = clip(1 - H(p) / ln k, 0, 1) (1.0 for k < 2), answer_confidence = max p;
 //   score:  score = sum(i * p_i), legend, probabilities {"0".."k-1"}, confidences as choice;
 //   noul:   noul = p[1], confidence = max(p1, 1 - p1), answer_confidence = max p;
-//   action: {"act_probability": softmax(act_logits)[0]}.
+//   action: {"act_probability": softmax(act_logits)[0]} (absent without act logits).
 // Every float is Python's round(x, 4) of the double value, printed as Python's repr.
 // Label keys follow json.dumps: 1 -> "1", 1.5 -> "1.5", true -> "true"; a choice answers with the
 // label's own JSON value.
@@ -48,7 +48,8 @@ double clamp_temperature(double t);
 
 // The answers of one state's rows: `rows[j]` answers `questions[j]`. `logits` is f32 [rows, K]
 // (row-major; only the first k = rows[j].markers.size() entries of a row are read), `act_logits`
-// f32 [rows, 2].
+// f32 [rows, 2], or null for a model without an act head (a decoder): the answers then have no
+// `action` field.
 json::Value decode_answers(const std::vector<Question>& questions, const std::vector<Row>& rows,
                            const float* logits, int K, const float* act_logits,
                            const Temperatures& temps);

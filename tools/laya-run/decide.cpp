@@ -2,6 +2,7 @@
 //
 //   laya-run route --request REQ.json [router options]
 //   laya-run decide --model M.laya --request REQ.json [--explain] [session options]
+//   laya-run decide --model M.gguf --request REQ.json [sampling options] [session options]
 //
 // Exit codes: 0 success, 1 a refused request or a model / runtime failure (message on stderr,
 // nothing on stdout), 2 bad arguments.
@@ -14,7 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "frontends/gguf.h"
 #include "ir/model_file.h"
+#include "runtime/chat_template.h"
+#include "runtime/decoder_decide.h"
+#include "runtime/prefix_cache.h"
+#include "runtime/sampler.h"
 #include "runtime/json.h"
 #include "runtime/laya/agent.h"
 #include "runtime/laya/model_tokenizer.h"
@@ -23,6 +29,7 @@
 #include "kernels/kernels.h"
 #include "runtime/session.h"
 #include "tools/cli.h"
+#include "tools/laya-run/decoder_model.h"
 
 namespace laya::tools {
 
@@ -49,22 +56,37 @@ constexpr const char* kRouteUsage =
 
 constexpr const char* kDecideUsage =
     "usage: laya-run decide --model M.laya --request REQ.json [options]\n"
+    "       laya-run decide --model M.gguf --request REQ.json [options]\n"
     "       laya-run decide --explain --tokenizer tokenizer.json --request REQ.json\n"
     "\n"
-    "Answers a /v1/systemone request body on a Laya decision model and prints the upstream SDK's\n"
-    "result object as JSON: Agent.predict's for `state`, predict_batch's list for `states`,\n"
-    "predict_shortlist's for `shortlist`, decide's details for `schema`. Body fields: state |\n"
-    "states, questions | schema, min_confidence, max_len, head_max_len, batch_size, shortlist.\n"
-    "A refused request exits 1 with the HTTP status upstream's server answers and its message,\n"
-    "and prints nothing. REQ.json may be - for stdin.\n"
+    "Answers a /v1/systemone request body and prints the result as JSON. REQ.json may be - for\n"
+    "stdin. A refused request exits 1 with the HTTP status upstream's server answers and its\n"
+    "message, and prints nothing.\n"
+    "\n"
+    "On a Laya decision model (.laya encoder): the upstream SDK's result object: Agent.predict's\n"
+    "for `state`, predict_batch's list for `states`, predict_shortlist's for `shortlist`,\n"
+    "decide's details for `schema`. Body fields: state | states, questions | schema,\n"
+    "min_confidence, max_len, head_max_len, batch_size, shortlist.\n"
+    "\n"
+    "On a decoder LM (.gguf: llama / qwen2 with a ChatML or Llama-3 chat template; see\n"
+    "docs/generation.md): with `questions`, the same result shape (no `action`: no act head),\n"
+    "options read as the label tokens A, B, ... after one shared prompt; with `schema`,\n"
+    "{decision, fields, fallback, usage, timings}: the decision is generated under the schema's\n"
+    "grammar (it cannot be invalid), every enum / boolean value scored option by option. Body\n"
+    "fields: state | states, questions | schema, min_confidence, system, and for a schema\n"
+    "fallback, max_tokens (default 256), deadline_ms. Temperatures are 1 (uncalibrated).\n"
     "\n"
     "  --explain          print {rows: [{question, input_ids, marker_positions, truncated}],\n"
     "                     usage} instead: the rows the network would read (no forward pass,\n"
     "                     except for a shortlist's embeddings); works on any model that\n"
-    "                     carries a tokenizer\n"
+    "                     carries a tokenizer (encoders only)\n"
     "  --tokenizer FILE   with --explain and no --model: a tokenizer.json (special tokens from\n"
     "                     tokenizer_config.json beside it); max_len 512 / head_max_len 192\n"
     "                     unless the request sets them\n"
+    "  --temperature T, --top-k K, --top-p P, --seed S\n"
+    "                     decoder schema decisions: sample (options and free values) instead of\n"
+    "                     greedy, as laya-run generate does\n"
+    "  --chunk N          decoder prefill chunk in tokens, 1..4096 (default 128)\n"
     "  --threads N        CPU threads (default: all cores)\n"
     "  --kernels K        auto | ref | a Highway target name (default auto)\n"
     "  --backends A,B     backends in order of preference (default: cpu)\n";
@@ -105,6 +127,79 @@ void print_json(const json::Value& v) {
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fputc('\n', stdout);
 }
+
+namespace {
+
+// A decision on a decoder model: the request, the model's tokenizer and chat template, a runner
+// over a KV cache sized for the request plus a prefix cache, runtime/decoder_decide.h.
+int decide_on_decoder(const std::string& model, const std::string& body,
+                      const runtime::SessionOptions& so, int64_t chunk, const SamplerConfig& sc,
+                      std::chrono::steady_clock::time_point load_start) {
+  Result<runtime::DecoderRequest> req = runtime::parse_decoder_request(body);
+  if (!req.is_ok()) return refuse(req.status());
+  Decoder d;
+  Status st = d.open(model);
+  if (!st.is_ok()) return refuse(st);
+  if (d.tokenizer == nullptr)
+    return refuse(Status(StatusCode::kUnsupported,
+                         model + " carries no tokenizer this build reads (a decoder decision "
+                                 "renders and tokenizes its prompt)"));
+  std::string_view jinja = d.graph.meta.chat_template, bos_text;
+  Result<frontends::gguf::TokenizerData> td = Status(StatusCode::kNotFound, "");
+  if (d.is_gguf()) {
+    td = frontends::gguf::tokenizer_data(*d.gguf);
+    if (!td.is_ok()) return refuse(td.status());
+    jinja = td->chat_template;
+    if (td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size())
+      bos_text = td->tokens[static_cast<size_t>(td->bos_id)];
+  }
+  Result<ChatTemplate> chat = ChatTemplate::recognize(jinja, bos_text);
+  if (!chat.is_ok()) return refuse(chat.status());
+  runtime::DecoderText text;
+  text.tokenizer = d.tokenizer.get();
+  text.chat = *chat;
+  text.add_bos = !chat->renders_bos();
+  const char* end_of_turn = chat->format() == ChatFormat::kChatMl ? "<|im_end|>" : "<|eot_id|>";
+  if (const int32_t eot = d.tokenizer->token_to_id(end_of_turn); eot >= 0)
+    text.stop_ids.push_back(eot);
+  if (d.eos >= 0) text.stop_ids.push_back(d.eos);
+  Result<runtime::DecoderCells> cells = runtime::decoder_request_cells(text, *req);
+  if (!cells.is_ok()) return refuse(cells.status());
+  // The prefix cache keeps two prompts' shared parts (whole blocks): the system block (and a
+  // schema's) is found again for the next state and the next request of the same process.
+  constexpr int64_t kBlock = 16;
+  constexpr int32_t kSlots = 2;
+  const int64_t prefix_tokens = kSlots * std::max<int64_t>(1, cells->stored / kBlock) * kBlock;
+  st = d.start(so, chunk, cells->working, load_start, prefix_tokens, 1 + kSlots);
+  if (!st.is_ok()) return refuse(st);
+  runtime::PrefixCacheOptions po;
+  po.block_tokens = kBlock;
+  po.first_seq = 1;
+  po.slots = kSlots;
+  po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.layout.bytes_per_cell;
+  Result<std::unique_ptr<runtime::PrefixCache>> pc =
+      runtime::PrefixCache::create(*d.cache, d.layout, po);
+  if (!pc.is_ok()) return refuse(pc.status());
+  // Calibrated temperatures from a .laya decoder's decision config; 1 (uncalibrated) otherwise.
+  decision::Temperatures temps;
+  const ir::DecisionConfig& dc = d.graph.meta.decision;
+  if (!d.is_gguf() && dc.present) {
+    for (int i = 0; i < 3; ++i) temps.temperature[i] = dc.temperature[i];
+    for (const auto& [k, v] : dc.temperature_by_options) temps.by_options.emplace_back(k, v);
+  }
+  Result<std::unique_ptr<runtime::DecoderDecider>> decider = runtime::DecoderDecider::create(
+      *d.runner, *d.cache, pc->get(), std::move(text), std::move(temps));
+  if (!decider.is_ok()) return refuse(decider.status());
+  runtime::DecoderDecideOptions opts;
+  opts.sampler = sc;
+  opts.load_ms = d.runner->load_ms();
+  Result<Value> out = (*decider)->decide(*req, opts);
+  if (!out.is_ok()) return refuse(out.status());
+  print_json(*out);
+  return 0;
+}
+
+}  // namespace
 
 int cmd_route(int argc, char** argv) {
   bool help = false, auto_task = false, standalone = false, explain = false;
@@ -172,11 +267,18 @@ int cmd_route(int argc, char** argv) {
 int cmd_decide(int argc, char** argv) {
   bool help = false, explain = false;
   std::string model, request, tokenizer, kernels = "auto", backends = "cpu";
-  int64_t threads = 0;
+  int64_t threads = 0, chunk = 128;
+  double temperature = -1, top_p = -1;
+  int64_t top_k = -1, seed = -1;
   std::vector<std::string> positional;
   ArgParser p;
   p.flag("help", &help);
   p.flag("explain", &explain);
+  p.integer("chunk", 1, 4096, &chunk);
+  p.number("temperature", 0, 100, &temperature);
+  p.integer("top-k", 0, 1000000, &top_k);
+  p.number("top-p", 0, 1, &top_p, /*lo_open=*/true);
+  p.integer("seed", 0, INT64_MAX, &seed);
   p.text("model", &model);
   p.text("request", &request);
   p.text("tokenizer", &tokenizer);
@@ -205,11 +307,29 @@ int cmd_decide(int argc, char** argv) {
   cpu.settings = {{"kernels", kernels}};
   so.backend_options.emplace_back("cpu", cpu);
 
+  SamplerConfig sc;
+  if (temperature >= 0 || top_k >= 0 || top_p >= 0 || seed >= 0) {
+    sc.temperature = temperature >= 0 ? static_cast<float>(temperature) : 1.0f;
+    sc.top_k = top_k >= 0 ? static_cast<int32_t>(top_k) : 0;
+    sc.top_p = top_p >= 0 ? static_cast<float>(top_p) : 1.0f;
+    sc.seed = seed >= 0 ? static_cast<uint64_t>(seed) : 0;
+  }
+  const auto load_start = std::chrono::steady_clock::now();
+  const bool gguf = model.size() >= 5 && model.compare(model.size() - 5, 5, ".gguf") == 0;
+  if (gguf && explain) return usage_error("--explain is for encoder models", kDecideUsage);
+
   // The request first: a refused request never costs a model load.
   Result<std::string> text = read_request_file(request);
   if (!text.is_ok()) return refuse(text.status());
+  if (gguf) return decide_on_decoder(model, *text, so, chunk, sc, load_start);
   Result<decision::DecisionRequest> req = decision::parse_request(*text);
-  if (!req.is_ok()) return refuse(req.status());
+  if (!req.is_ok()) {
+    // A .laya decoder reads its body differently (runtime/decoder_decide.h).
+    if (!model.empty() && !explain)
+      if (Result<ir::Graph> g = ir::model_load(model); g.is_ok() && !g->states.empty())
+        return decide_on_decoder(model, *text, so, chunk, sc, load_start);
+    return refuse(req.status());
+  }
 
   if (model.empty()) {
     Result<decision::ModelTokenizer> tok = decision::tokenizer_from_file(tokenizer);
@@ -223,6 +343,10 @@ int cmd_decide(int argc, char** argv) {
   }
   Result<ir::Graph> g = ir::model_load(model);
   if (!g.is_ok()) return refuse(g.status());
+  if (!g->states.empty()) {
+    if (explain) return usage_error("--explain is for encoder models", kDecideUsage);
+    return decide_on_decoder(model, *text, so, chunk, sc, load_start);
+  }
   Result<decision::ModelTokenizer> tok = decision::model_tokenizer(*g);
   if (!tok.is_ok()) return refuse(tok.status());
   if (explain && (g->meta.architecture != "laya" || !req->shortlist_k)) {

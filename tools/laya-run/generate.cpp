@@ -34,6 +34,7 @@
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/laya-run/commands.h"
+#include "tools/laya-run/decoder_model.h"
 
 namespace laya::tools {
 
@@ -157,94 +158,6 @@ bool parse_ids(const std::string& text, std::vector<int32_t>* out, std::string* 
 int32_t sample_token(std::span<const float> logits, void* ctx) {
   return static_cast<Sampler*>(ctx)->sample(logits.data(), nullptr);
 }
-
-// A decoder opened for the runner: the GGUF file and its tokenizer, or a .laya graph.
-struct Decoder {
-  std::string path;
-  std::shared_ptr<const frontends::gguf::File> gguf;  // null for .laya
-  std::unique_ptr<tok::Tokenizer> tokenizer;          // null when the model has none
-  int32_t eos = -1;
-  ir::Graph graph;  // .laya: loaded by open; GGUF: built by start
-  std::unique_ptr<runtime::Session> session;
-  runtime::SessionBuffers buffers;
-  runtime::RegionBuffer kv_memory, logits_memory;
-  runtime::KvCacheLayout layout;
-  std::unique_ptr<runtime::KvCache> cache;
-  std::unique_ptr<runtime::DecoderRunner> runner;
-
-  bool is_gguf() const { return gguf != nullptr; }
-
-  Status open(const std::string& p) {
-    path = p;
-    if (p.size() < 5 || p.compare(p.size() - 5, 5, ".gguf") != 0) {
-      LAYA_ASSIGN_OR_RETURN(graph, ir::model_load(p));
-      if (graph.states.empty())
-        return Status(StatusCode::kInvalidArgument,
-                      p + " is not a decoder over a KV cache (it has no state values)");
-      return Status::ok();
-    }
-    LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(p));
-    gguf = std::make_shared<const frontends::gguf::File>(std::move(f));
-    if (Result<int64_t> e = gguf->get_int("tokenizer.ggml.eos_token_id"); e.is_ok())
-      eos = static_cast<int32_t>(*e);
-    if (gguf->find("tokenizer.ggml.model") != nullptr) {
-      LAYA_ASSIGN_OR_RETURN(tokenizer, frontends::gguf::gguf_tokenizer(*gguf));
-    }
-    return Status::ok();
-  }
-
-  // Builds (GGUF) and prepares the graph for `tokens` tokens of one sequence plus `extra_cells`
-  // (a prefix cache's) in a cache of `seqs` sequences, and prefill chunks of up to `chunk`, binds
-  // memory and creates the runner. kOutOfRange when `tokens` exceeds the model's context (GGUF) or
-  // the cells the graph's (.laya).
-  Status start(const runtime::SessionOptions& base, int64_t chunk, int64_t tokens,
-               Clock::time_point load_start, int64_t extra_cells = 0, int32_t seqs = 1) {
-    if (is_gguf()) {
-      LAYA_ASSIGN_OR_RETURN(frontends::gguf::DecoderParams p,
-                            frontends::gguf::decoder_params(*gguf));
-      if (tokens > p.context_length)
-        return status_error(StatusCode::kOutOfRange,
-                            "%lld tokens (prompt and new ones) exceed %s's context of %lld",
-                            static_cast<long long>(tokens), path.c_str(),
-                            static_cast<long long>(p.context_length));
-      frontends::gguf::CachedDecoderGraphOptions o;
-      o.max_seq = std::min(chunk, tokens);
-      o.max_cells = tokens + extra_cells;
-      LAYA_ASSIGN_OR_RETURN(graph, frontends::gguf::build_cached_decoder_graph(gguf, o));
-    }
-    const int seq_sym = graph.find_symbol("seq");
-    const int cells_sym = graph.find_symbol("cells");
-    if (seq_sym < 0 || cells_sym < 0)
-      return Status(StatusCode::kInvalidArgument,
-                    path + " is not a KV-cached decoder graph (symbols seq and cells)");
-    const ir::Symbol& cs = graph.symbols[static_cast<size_t>(cells_sym)];
-    if (tokens + extra_cells > cs.max)
-      return status_error(StatusCode::kOutOfRange,
-                          "%lld tokens (prompt and new ones%s) exceed %s's KV cache of %lld cells",
-                          static_cast<long long>(tokens + extra_cells),
-                          extra_cells > 0 ? ", prefix cache" : "", path.c_str(),
-                          static_cast<long long>(cs.max));
-    const int64_t cells = std::max(tokens + extra_cells, cs.min);
-    chunk = std::min({chunk, tokens, graph.symbols[static_cast<size_t>(seq_sym)].max});
-    LAYA_ASSIGN_OR_RETURN(runtime::SessionOptions so,
-                          runtime::decoder_session_options(base, graph, chunk, cells));
-    LAYA_ASSIGN_OR_RETURN(session, runtime::Session::prepare(graph, so));
-    LAYA_ASSIGN_OR_RETURN(buffers, runtime::session_buffers_alloc(*session));
-    LAYA_RETURN_IF_ERROR(session->bind_memory(
-        buffers.persistent.region(), buffers.activations.region(), buffers.scratch.region()));
-    LAYA_ASSIGN_OR_RETURN(layout, runtime::kv_cache_layout(graph));
-    LAYA_ASSIGN_OR_RETURN(
-        kv_memory, runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(layout, cells),
-                                                runtime::kRegionAlign, true));
-    LAYA_ASSIGN_OR_RETURN(cache, runtime::KvCache::create(layout, cells, seqs, kv_memory.region()));
-    LAYA_ASSIGN_OR_RETURN(uint64_t lb, runtime::DecoderRunner::logits_bytes(graph, chunk));
-    LAYA_ASSIGN_OR_RETURN(logits_memory,
-                          runtime::RegionBuffer::alloc(lb, runtime::kRegionAlign, false));
-    LAYA_ASSIGN_OR_RETURN(runner, runtime::DecoderRunner::create(
-                                      *session, *cache, logits_memory.region(), chunk, load_start));
-    return Status::ok();
-  }
-};
 
 std::string id_list(const std::vector<int32_t>& v) {
   std::string out;
