@@ -3,7 +3,7 @@
 // and PyTorch on.
 //
 //   laya-bench-model MODEL.laya [--tokens 128,256,512] [--threads 1,2] [--reps 5] [--label NAME]
-//                    [--kernels auto|ref|AVX2|...] [--profile 1]
+//                    [--kernels auto|ref|AVX2|...] [--profile 1] [--serve 1]
 //
 // Prints the machine peaks (bench/peak.h) as one JSON line, then one JSON line per (threads,
 // tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "gflop"}; "gflop" is the
@@ -11,6 +11,11 @@
 // key of its row in global and head layers, |i - j| <= window in sliding ones), the same count
 // bench/laya_encoder_bench.py uses for every engine. --profile 1 adds, on stderr, the time per op
 // type of one extra (untimed) run per shape.
+//
+// --serve 1 (the interleaved driver's mode; one --threads value): after the peaks line, reads one
+// token count per line on stdin and answers each with one JSON line of one timed run,
+// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "gflop"}; the caller sends its own
+// warm-up runs. Ends at end of input.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -94,7 +99,7 @@ void on_node(void* user, ir::NodeId node, double ms, bool) {
 int usage() {
   std::fprintf(stderr,
                "usage: laya-bench-model MODEL.laya [--tokens 128,256,512] [--threads 1,2] "
-               "[--reps 5] [--label NAME] [--kernels K]\n");
+               "[--reps 5] [--label NAME] [--kernels K] [--profile 1] [--serve 1]\n");
   return 2;
 }
 
@@ -106,7 +111,7 @@ int main(int argc, char** argv) {
   std::vector<int> tokens = {128, 256, 512}, threads = {1, 2};
   int reps = 5;
   std::string label = "laya", kernels = "auto";
-  bool profile = false;
+  bool profile = false, serve = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--tokens")
@@ -121,9 +126,12 @@ int main(int argc, char** argv) {
       kernels = argv[i + 1];
     else if (a == "--profile")
       profile = std::atoi(argv[i + 1]) != 0;
+    else if (a == "--serve")
+      serve = std::atoi(argv[i + 1]) != 0;
     else
       return usage();
   }
+  if (serve && threads.size() != 1) return usage();
   Result<ir::Graph> g = ir::model_load(path);
   if (!g.is_ok()) {
     std::fprintf(stderr, "%s\n", g.status().to_string().c_str());
@@ -132,6 +140,7 @@ int main(int argc, char** argv) {
   const bench::Peaks& pk = bench::peaks();
   std::printf("{\"peaks\": {\"fp32_gflops\": %.1f, \"bf16_gflops\": %.1f, \"int8_gops\": %.1f}}\n",
               pk.fp32_gflops, pk.bf16_gflops, pk.int8_gops);
+  std::fflush(stdout);
   const int64_t k = 4;
   for (int th : threads) {
     runtime::SessionOptions opts;
@@ -153,7 +162,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     runtime::Session& sess = **s;
-    for (int t : tokens) {
+    // The next token count: from the list, or (--serve) from stdin; 0 at the end.
+    size_t next = 0;
+    auto next_tokens = [&]() -> int {
+      char line[64];
+      if (!serve) return next < tokens.size() ? tokens[next++] : 0;
+      return std::fgets(line, sizeof line, stdin) ? std::max(0, std::atoi(line)) : 0;
+    };
+    const int timed_from = serve ? 1 : 0, runs = serve ? 1 : reps;
+    for (int t = next_tokens(); t > 0; t = next_tokens()) {
       const tools::LayaInputs r = make_request(t, k);
       std::vector<int64_t> sym;
       for (const ir::Symbol& y : g->symbols)
@@ -176,7 +193,7 @@ int main(int argc, char** argv) {
         outs.emplace_back(static_cast<size_t>(sess.extents(v).count()));
       for (auto& o : outs) out.push_back(o.data());
       std::vector<double> ms;
-      for (int rep = 0; rep <= reps; ++rep) {
+      for (int rep = timed_from; rep <= runs; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         const Status st = sess.execute(in, out);
         const double dt =
