@@ -80,7 +80,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--tokens", default="128,256,512")
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--skip", default="", help="shapes left out, e.g. 512x2 (TOKENSxTHREADS, comma-separated)")
+    ap.add_argument("--skip", default="", help="shapes left out, comma-separated: TOKENSxTHREADS (every engine, "
+                    "e.g. 512x2) or ENGINE@TOKENSxTHREADS (one engine, e.g. torch-bf16@256x1)")
     ap.add_argument("--reps", type=int, default=3, help="timed rounds (the median is taken)")
     ap.add_argument("--dtypes", default="f32,bf16,int8")
     ap.add_argument("--peers", default="ort-fp32,ort-int8,torch-fp32,torch-bf16")
@@ -128,13 +129,19 @@ def main():
                 gflop[t] = r["gflop"]
             return r
 
+        def runs_on(e, t):
+            return "%s@%dx%d" % (e[0], t, th) not in skip
+
         for t in tokens:
             for e in engines:
-                once(e, t)  # warm-up
+                if runs_on(e, t):
+                    once(e, t)  # warm-up
         for rep in range(args.reps):
             for t in tokens:
                 k = rep % len(engines)
                 for e in engines[k:] + engines[:k]:
+                    if not runs_on(e, t):
+                        continue
                     r = once(e, t)
                     r["round"] = rep
                     runs.append(r)
