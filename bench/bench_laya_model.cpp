@@ -6,7 +6,8 @@
 //                    [--kernels auto|ref|AVX2|...] [--profile 1] [--serve 1]
 //
 // Prints the machine peaks (bench/peak.h) as one JSON line, then one JSON line per (threads,
-// tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "gflop"}; "gflop" is the
+// tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "cpu_ms": [...], "gflop"}
+// ("cpu_ms": the process's CPU time of each run, every thread); "gflop" is the
 // network's work at that length (matmuls, plus attention over the keys each query sees: every
 // key of its row in global and head layers, |i - j| <= window in sliding ones), the same count
 // bench/laya_encoder_bench.py uses for every engine. --profile 1 adds, on stderr, the time per op
@@ -14,13 +15,14 @@
 //
 // --serve 1 (the interleaved driver's mode; one --threads value): after the peaks line, reads one
 // token count per line on stdin and answers each with one JSON line of one timed run,
-// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "gflop"}; the caller sends its own
-// warm-up runs. Ends at end of input.
+// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "cpu_ms": [x], "gflop"}; the caller
+// sends its own warm-up runs. Ends at end of input.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,13 @@ tools::LayaInputs make_request(int64_t tokens, int64_t k) {
   for (int64_t j = 0; j < k; ++j)
     row.markers.push_back(static_cast<int32_t>(std::min<int64_t>(8 + 6 * j, tokens - 1)));
   return tools::pack_rows({row});
+}
+
+// CPU time of the whole process (every thread) in ms.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
 struct OpTimes {
@@ -192,13 +201,15 @@ int main(int argc, char** argv) {
       for (ir::ValueId v : g->outputs)
         outs.emplace_back(static_cast<size_t>(sess.extents(v).count()));
       for (auto& o : outs) out.push_back(o.data());
-      std::vector<double> ms;
+      std::vector<double> ms, cpu_ms;
       for (int rep = timed_from; rep <= runs; ++rep) {
+        const double c0 = process_cpu_ms();
         const auto t0 = std::chrono::steady_clock::now();
         const Status st = sess.execute(in, out);
         const double dt =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count();
+        if (rep > 0) cpu_ms.push_back(process_cpu_ms() - c0);
         if (!st.is_ok()) {
           std::fprintf(stderr, "%s\n", st.to_string().c_str());
           return 1;
@@ -223,13 +234,13 @@ int main(int argc, char** argv) {
       }
       std::vector<double> sorted = ms;
       std::sort(sorted.begin(), sorted.end());
-      std::string list;
+      std::string list, cpu_list;
       for (double v : ms) list += (list.empty() ? "" : ", ") + std::to_string(v);
+      for (double v : cpu_ms) cpu_list += (cpu_list.empty() ? "" : ", ") + std::to_string(v);
       std::printf(
           "{\"engine\": \"%s\", \"tokens\": %d, \"threads\": %d, \"ms\": [%s], \"median_ms\": "
-          "%.3f, "
-          "\"gflop\": %.3f}\n",
-          label.c_str(), t, th, list.c_str(), sorted[sorted.size() / 2],
+          "%.3f, \"cpu_ms\": [%s], \"gflop\": %.3f}\n",
+          label.c_str(), t, th, list.c_str(), sorted[sorted.size() / 2], cpu_list.c_str(),
           network_flops(*g, t, k) * 1e-9);
       std::fflush(stdout);
     }

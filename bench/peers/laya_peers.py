@@ -18,7 +18,8 @@ laya-bench-model side by side.
 
 --serve (the interleaved driver's mode; one --threads value): loads every engine of --engines, prints
 {"ready": true}, then answers each stdin line "ENGINE TOKENS" with one JSON line of one timed call
-(the same fields, "ms" holding that one time); the caller sends its own warm-up calls.
+(the same fields, "ms" holding that one time, "cpu_ms" the process's CPU time of it, every
+thread); the caller sends its own warm-up calls.
 """
 import argparse
 import json
@@ -101,11 +102,11 @@ def serve(checkpoint, engines, threads, fp32_path, int8_path):
     for line in sys.stdin:
         engine, tokens = line.split()
         fn = call(engine, sessions.get(engine), agent, int(tokens))
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
-        ms = (time.perf_counter() - t0) * 1e3
+        ms, cpu = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
         print(json.dumps({"engine": engine, "tokens": int(tokens), "threads": threads, "ms": [ms],
-                          "median_ms": ms}), flush=True)
+                          "median_ms": ms, "cpu_ms": [cpu]}), flush=True)
 
 
 def main():
