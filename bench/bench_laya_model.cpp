@@ -3,19 +3,26 @@
 // and PyTorch on.
 //
 //   laya-bench-model MODEL.laya [--tokens 128,256,512] [--threads 1,2] [--reps 5] [--label NAME]
-//                    [--kernels auto|ref|AVX2|...] [--profile 1]
+//                    [--kernels auto|ref|AVX2|...] [--profile 1] [--serve 1]
 //
 // Prints the machine peaks (bench/peak.h) as one JSON line, then one JSON line per (threads,
-// tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "gflop"}; "gflop" is the
+// tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "cpu_ms": [...], "gflop"}
+// ("cpu_ms": the process's CPU time of each run, every thread); "gflop" is the
 // network's work at that length (matmuls, plus attention over the keys each query sees: every
 // key of its row in global and head layers, |i - j| <= window in sliding ones), the same count
 // bench/laya_encoder_bench.py uses for every engine. --profile 1 adds, on stderr, the time per op
 // type of one extra (untimed) run per shape.
+//
+// --serve 1 (the interleaved driver's mode; one --threads value): after the peaks line, reads one
+// token count per line on stdin and answers each with one JSON line of one timed run,
+// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "cpu_ms": [x], "gflop"}; the caller
+// sends its own warm-up runs. Ends at end of input.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -81,6 +88,13 @@ tools::LayaInputs make_request(int64_t tokens, int64_t k) {
   return tools::pack_rows({row});
 }
 
+// CPU time of the whole process (every thread) in ms.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 struct OpTimes {
   const ir::Graph* g = nullptr;
   double ms[static_cast<size_t>(ir::Op::kCount)] = {};
@@ -94,7 +108,7 @@ void on_node(void* user, ir::NodeId node, double ms, bool) {
 int usage() {
   std::fprintf(stderr,
                "usage: laya-bench-model MODEL.laya [--tokens 128,256,512] [--threads 1,2] "
-               "[--reps 5] [--label NAME] [--kernels K]\n");
+               "[--reps 5] [--label NAME] [--kernels K] [--profile 1] [--serve 1]\n");
   return 2;
 }
 
@@ -106,7 +120,7 @@ int main(int argc, char** argv) {
   std::vector<int> tokens = {128, 256, 512}, threads = {1, 2};
   int reps = 5;
   std::string label = "laya", kernels = "auto";
-  bool profile = false;
+  bool profile = false, serve = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--tokens")
@@ -121,9 +135,12 @@ int main(int argc, char** argv) {
       kernels = argv[i + 1];
     else if (a == "--profile")
       profile = std::atoi(argv[i + 1]) != 0;
+    else if (a == "--serve")
+      serve = std::atoi(argv[i + 1]) != 0;
     else
       return usage();
   }
+  if (serve && threads.size() != 1) return usage();
   Result<ir::Graph> g = ir::model_load(path);
   if (!g.is_ok()) {
     std::fprintf(stderr, "%s\n", g.status().to_string().c_str());
@@ -132,6 +149,7 @@ int main(int argc, char** argv) {
   const bench::Peaks& pk = bench::peaks();
   std::printf("{\"peaks\": {\"fp32_gflops\": %.1f, \"bf16_gflops\": %.1f, \"int8_gops\": %.1f}}\n",
               pk.fp32_gflops, pk.bf16_gflops, pk.int8_gops);
+  std::fflush(stdout);
   const int64_t k = 4;
   for (int th : threads) {
     runtime::SessionOptions opts;
@@ -153,7 +171,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     runtime::Session& sess = **s;
-    for (int t : tokens) {
+    // The next token count: from the list, or (--serve) from stdin; 0 at the end.
+    size_t next = 0;
+    auto next_tokens = [&]() -> int {
+      char line[64];
+      if (!serve) return next < tokens.size() ? tokens[next++] : 0;
+      return std::fgets(line, sizeof line, stdin) ? std::max(0, std::atoi(line)) : 0;
+    };
+    const int timed_from = serve ? 1 : 0, runs = serve ? 1 : reps;
+    for (int t = next_tokens(); t > 0; t = next_tokens()) {
       const tools::LayaInputs r = make_request(t, k);
       std::vector<int64_t> sym;
       for (const ir::Symbol& y : g->symbols)
@@ -175,13 +201,15 @@ int main(int argc, char** argv) {
       for (ir::ValueId v : g->outputs)
         outs.emplace_back(static_cast<size_t>(sess.extents(v).count()));
       for (auto& o : outs) out.push_back(o.data());
-      std::vector<double> ms;
-      for (int rep = 0; rep <= reps; ++rep) {
+      std::vector<double> ms, cpu_ms;
+      for (int rep = timed_from; rep <= runs; ++rep) {
+        const double c0 = process_cpu_ms();
         const auto t0 = std::chrono::steady_clock::now();
         const Status st = sess.execute(in, out);
         const double dt =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count();
+        if (rep > 0) cpu_ms.push_back(process_cpu_ms() - c0);
         if (!st.is_ok()) {
           std::fprintf(stderr, "%s\n", st.to_string().c_str());
           return 1;
@@ -206,13 +234,13 @@ int main(int argc, char** argv) {
       }
       std::vector<double> sorted = ms;
       std::sort(sorted.begin(), sorted.end());
-      std::string list;
+      std::string list, cpu_list;
       for (double v : ms) list += (list.empty() ? "" : ", ") + std::to_string(v);
+      for (double v : cpu_ms) cpu_list += (cpu_list.empty() ? "" : ", ") + std::to_string(v);
       std::printf(
           "{\"engine\": \"%s\", \"tokens\": %d, \"threads\": %d, \"ms\": [%s], \"median_ms\": "
-          "%.3f, "
-          "\"gflop\": %.3f}\n",
-          label.c_str(), t, th, list.c_str(), sorted[sorted.size() / 2],
+          "%.3f, \"cpu_ms\": [%s], \"gflop\": %.3f}\n",
+          label.c_str(), t, th, list.c_str(), sorted[sorted.size() / 2], cpu_list.c_str(),
           network_flops(*g, t, k) * 1e-9);
       std::fflush(stdout);
     }

@@ -342,8 +342,19 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
     for (int sh = 12; sh >= 0; sh -= 4) out += kHex[(c >> sh) & 0xF];
   };
   out += '"';
+  // Runs of characters written as they are go out in one append (states run to 50,000 characters).
+  auto plain = [&](unsigned char c) {
+    return c >= 0x20 && c != '"' && c != '\\' && (c < 0x80 || !ensure_ascii);
+  };
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (plain(c)) {
+      size_t j = i + 1;
+      while (j < s.size() && plain(static_cast<unsigned char>(s[j]))) ++j;
+      out.append(s, i, j - i);
+      i = j;
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -381,12 +392,8 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
       ++i;
       continue;
     }
-    if (c < 0x80 || !ensure_ascii) {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    // Decode one UTF-8 sequence (strings are validated when parsed or built by this library).
+    // Non-ASCII with ensure_ascii: decode one UTF-8 sequence (strings are validated when parsed
+    // or built by this library).
     uint32_t cp = 0;
     size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
     if (i + len > s.size()) len = s.size() - i;

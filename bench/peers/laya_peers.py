@@ -15,6 +15,11 @@ under torch.autocast("cpu", bfloat16) and inference_mode, with torch.set_num_thr
 Prints one JSON object per line: {"engine", "tokens", "threads", "ms": [..], "median_ms"}; the
 first run of each shape is a warm-up and not timed. bench/laya_encoder_bench.py runs this and
 laya-bench-model side by side.
+
+--serve (the interleaved driver's mode; one --threads value): loads every engine of --engines, prints
+{"ready": true}, then answers each stdin line "ENGINE TOKENS" with one JSON line of one timed call
+(the same fields, "ms" holding that one time, "cpu_ms" the process's CPU time of it, every
+thread); the caller sends its own warm-up calls.
 """
 import argparse
 import json
@@ -64,6 +69,46 @@ def time_calls(fn, reps):
     return ms
 
 
+def call(engine, sess, agent, tokens):
+    """A function running one request of `tokens` ids on an engine (an ORT session or the agent)."""
+    ids, att, mpos, mmask, qtype = request(tokens)
+    if engine.startswith("ort"):
+        feed = {"input_ids": ids, "attention_mask": att, "marker_pos": mpos, "marker_mask": mmask,
+                "qtype": qtype}
+        return lambda: sess.run(None, feed)
+    import torch
+    tens = [torch.from_numpy(a) for a in (ids, att, mpos, mmask, qtype)]
+    dtype = torch.bfloat16 if engine == "torch-bf16" else None
+
+    def fn():
+        with torch.inference_mode():
+            if dtype is None:
+                return agent.model(*tens)
+            with torch.autocast(device_type="cpu", dtype=dtype):
+                return agent.model(*tens)
+    return fn
+
+
+def serve(checkpoint, engines, threads, fp32_path, int8_path):
+    sessions, agent = {}, None
+    for e in engines:
+        if e.startswith("ort"):
+            sessions[e] = ort_session(fp32_path if e == "ort-fp32" else int8_path, threads)
+        elif agent is None:
+            import torch
+            torch.set_num_threads(threads)
+            agent = load_agent(checkpoint)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        engine, tokens = line.split()
+        fn = call(engine, sessions.get(engine), agent, int(tokens))
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        ms, cpu = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
+        print(json.dumps({"engine": engine, "tokens": int(tokens), "threads": threads, "ms": [ms],
+                          "median_ms": ms, "cpu_ms": [cpu]}), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
@@ -72,6 +117,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--engines", default="ort-fp32,ort-int8,torch-bf16")
+    ap.add_argument("--serve", action="store_true")
     args = ap.parse_args()
     tokens = [int(t) for t in args.tokens.split(",")]
     threads = [int(t) for t in args.threads.split(",")]
@@ -84,6 +130,11 @@ def main():
             sys.exit("%s is missing: run tools/reference/export_laya_onnx.py --checkpoint %s"
                      % (p, args.checkpoint))
 
+    if args.serve:
+        if len(threads) != 1:
+            sys.exit("--serve takes one --threads value")
+        serve(args.checkpoint, engines, threads[0], fp32_path, int8_path)
+        return
     agent = None
     for engine in engines:
         for t in threads:
@@ -95,22 +146,7 @@ def main():
                 if agent is None:
                     agent = load_agent(args.checkpoint)
             for n in tokens:
-                ids, att, mpos, mmask, qtype = request(n)
-                if engine.startswith("ort"):
-                    feed = {"input_ids": ids, "attention_mask": att, "marker_pos": mpos,
-                            "marker_mask": mmask, "qtype": qtype}
-                    fn = lambda: sess.run(None, feed)  # noqa: E731
-                else:
-                    import torch
-                    tens = [torch.from_numpy(a) for a in (ids, att, mpos, mmask, qtype)]
-                    dtype = torch.bfloat16 if engine == "torch-bf16" else None
-
-                    def fn(tens=tens, dtype=dtype):
-                        with torch.inference_mode():
-                            if dtype is None:
-                                return agent.model(*tens)
-                            with torch.autocast(device_type="cpu", dtype=dtype):
-                                return agent.model(*tens)
+                fn = call(engine, sess if engine.startswith("ort") else None, agent, n)
                 ms = time_calls(fn, args.reps)
                 print(json.dumps({"engine": engine, "tokens": n, "threads": t, "ms": ms,
                                   "median_ms": statistics.median(ms)}), flush=True)
