@@ -386,6 +386,18 @@ Result<File> File::open(const std::string& path) {
   return f;
 }
 
+void File::release(const uint8_t* p, uint64_t n) const {
+  if (!mapped_ || n == 0 || p < base_ || p > base_ + size_ ||
+      n > size_ - static_cast<uint64_t>(p - base_))
+    return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t off = static_cast<uint64_t>(p - base_);
+  // Whole pages inside the range only: a neighbour's page stays.
+  const uint64_t lo = (off + page - 1) / page * page;
+  const uint64_t hi = (off + n) / page * page;
+  if (hi > lo) (void)::madvise(const_cast<uint8_t*>(base_) + lo, hi - lo, MADV_DONTNEED);
+}
+
 Result<File> File::parse(const uint8_t* data, uint64_t size) {
   if (size == 0 || data == nullptr) return Status(StatusCode::kFileEmpty, "GGUF: empty input");
   File f;

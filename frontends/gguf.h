@@ -136,6 +136,12 @@ class File {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the data section in the file
   uint64_t file_size() const { return size_; }
+  // The whole file's bytes (the mapping, or parse()'s caller memory): file_size() bytes.
+  const uint8_t* bytes() const { return base_; }
+  // Drops the resident pages wholly inside [p, p + n) of a mapped file (madvise DONTNEED; they are
+  // read from the file again if touched), so streaming every tensor once needs no more memory than
+  // one chunk. A no-op for parse()'d memory or a range outside the file.
+  void release(const uint8_t* p, uint64_t n) const;
 
   const std::vector<KeyValue>& metadata() const { return kv_; }        // in file order
   const Value* find(std::string_view key) const;                       // null when absent

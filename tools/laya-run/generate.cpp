@@ -21,6 +21,7 @@
 
 #include "frontends/gguf.h"
 #include "frontends/gguf_decoder.h"
+#include "frontends/gguf_import.h"
 #include "frontends/gguf_tokenizer.h"
 #include "ir/model_file.h"
 #include "kernels/kernels.h"
@@ -47,15 +48,17 @@ constexpr const char* kGenerateUsage =
     "                         [options]\n"
     "\n"
     "Generation from a decoder over a KV cache: a GGUF file (llama / qwen2, imported as it is\n"
-    "read) or a .laya decoder graph with a KV cache (states). The prompt is prefilled in chunks,\n"
-    "then every new token is one decode step. Greedy unless a sampling option is given. Stops\n"
-    "after --max-tokens, at the GGUF's end-of-sequence id and, with --chat, at the template's\n"
-    "end-of-turn token (<|im_end|>, <|eot_id|>); the stop id is included in ids.\n"
+    "read) or a .laya decoder graph with a KV cache (states; laya-convert MODEL.gguf embeds the\n"
+    "GGUF's vocabulary and chat template, so it answers as the GGUF does). The prompt is\n"
+    "prefilled in chunks, then every new token is one decode step. Greedy unless a sampling\n"
+    "option is given. Stops after --max-tokens, at the vocabulary's end-of-sequence id and, with\n"
+    "--chat, at the template's end-of-turn token (<|im_end|>, <|eot_id|>); the stop id is\n"
+    "included in ids.\n"
     "\n"
     "  --model M        a .gguf file or a .laya decoder\n"
     "  --prompt TEXT    raw text (not empty), tokenized as llama.cpp does (BOS per\n"
-    "                   add_bos_token; GGUF only)\n"
-    "  --chat TEXT      one user message rendered with the GGUF's tokenizer.chat_template\n"
+    "                   add_bos_token; a model with a GGUF vocabulary)\n"
+    "  --chat TEXT      one user message rendered with the model's tokenizer.chat_template\n"
     "                   (ChatML: SmolLM2, Qwen2; Llama 3), with the assistant prompt after it;\n"
     "                   a model without a known template fails (exit 1)\n"
     "  --ids ID,ID,...  the prompt as token ids\n"
@@ -158,11 +161,14 @@ int32_t sample_token(std::span<const float> logits, void* ctx) {
   return static_cast<Sampler*>(ctx)->sample(logits.data(), nullptr);
 }
 
-// A decoder opened for the runner: the GGUF file and its tokenizer, or a .laya graph.
+// A decoder opened for the runner: the GGUF file and its tokenizer, or a .laya graph with the GGUF
+// vocabulary and chat template laya-convert embedded (frontends/gguf_import.h).
 struct Decoder {
   std::string path;
-  std::shared_ptr<const frontends::gguf::File> gguf;  // null for .laya
-  std::unique_ptr<tok::Tokenizer> tokenizer;          // null when the model has none
+  std::shared_ptr<const frontends::gguf::File> gguf;   // null for .laya
+  std::shared_ptr<const frontends::gguf::File> vocab;  // tokenizer.ggml.* (null: none)
+  std::unique_ptr<tok::Tokenizer> tokenizer;           // null when the model has none
+  std::string chat_template;                           // "" when the model has none
   int32_t eos = -1;
   ir::Graph graph;  // .laya: loaded by open; GGUF: built by start
   std::unique_ptr<runtime::Session> session;
@@ -181,14 +187,22 @@ struct Decoder {
       if (graph.states.empty())
         return Status(StatusCode::kInvalidArgument,
                       p + " is not a decoder over a KV cache (it has no state values)");
-      return Status::ok();
+      if (graph.meta.tokenizer_kind == frontends::gguf::kGgufTokenizerKind) {
+        LAYA_ASSIGN_OR_RETURN(vocab, frontends::gguf::embedded_vocab(graph));
+      }
+      chat_template = graph.meta.chat_template;
+    } else {
+      LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(p));
+      gguf = std::make_shared<const frontends::gguf::File>(std::move(f));
+      vocab = gguf;
+      if (Result<std::string_view> t = gguf->get_string("tokenizer.chat_template"); t.is_ok())
+        chat_template = std::string(*t);
     }
-    LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(p));
-    gguf = std::make_shared<const frontends::gguf::File>(std::move(f));
-    if (Result<int64_t> e = gguf->get_int("tokenizer.ggml.eos_token_id"); e.is_ok())
+    if (vocab == nullptr) return Status::ok();
+    if (Result<int64_t> e = vocab->get_int("tokenizer.ggml.eos_token_id"); e.is_ok())
       eos = static_cast<int32_t>(*e);
-    if (gguf->find("tokenizer.ggml.model") != nullptr) {
-      LAYA_ASSIGN_OR_RETURN(tokenizer, frontends::gguf::gguf_tokenizer(*gguf));
+    if (vocab->find("tokenizer.ggml.model") != nullptr) {
+      LAYA_ASSIGN_OR_RETURN(tokenizer, frontends::gguf::gguf_tokenizer(*vocab));
     }
     return Status::ok();
   }
@@ -352,13 +366,13 @@ int cmd_generate(int argc, char** argv) {
     if (d.tokenizer == nullptr)
       return fail(Status(StatusCode::kInvalidArgument,
                          common.model + " has no GGUF tokenizer for --chat; give --ids"));
-    Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.gguf);
+    Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.vocab);
     if (!td.is_ok()) return fail(td.status());
     const std::string_view bos_text =
         td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size()
             ? td->tokens[static_cast<size_t>(td->bos_id)]
             : std::string_view();
-    Result<ChatTemplate> tmpl = ChatTemplate::recognize(td->chat_template, bos_text);
+    Result<ChatTemplate> tmpl = ChatTemplate::recognize(d.chat_template, bos_text);
     if (!tmpl.is_ok()) return fail(tmpl.status());
     const ChatMessage message{"user", chat_text};
     Result<std::string> text = tmpl->render(std::span(&message, 1), true);
