@@ -4,12 +4,9 @@
 // the chat template and the decision temperatures.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <span>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,32 +19,13 @@
 #include "runtime/laya/answers.h"
 #include "tests/frontends/gguf_generate_util.h"
 #include "tests/frontends/gguf_writer.h"
+#include "tests/test_files.h"
 
 using namespace laya;
 using namespace laya::frontends::gguf;
 using namespace laya::test;
 
 namespace {
-
-// A temporary path removed at scope exit.
-struct TempPath {
-  std::string path;
-  explicit TempPath(const std::string& name) {
-    const char* dir = std::getenv("TMPDIR");
-    path = std::string(dir != nullptr ? dir : "/tmp") + "/laya-gguf-convert-" +
-           std::to_string(::getpid()) + "-" + name;
-  }
-  ~TempPath() {
-    std::remove(path.c_str());
-    std::remove((path + ".tmp").c_str());
-  }
-};
-
-void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
-  std::ofstream o(path, std::ios::binary);
-  o.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  REQUIRE(o.good());
-}
 
 // import_gguf -> model_write -> model_load.
 ir::Graph convert_and_load(const std::string& gguf, const std::string& out,
@@ -117,11 +95,11 @@ TEST_CASE("a converted tiny GGUF: bit-identical logits, weights as stored, vocab
       CAPTURE(std::string(name));
       CAPTURE(std::string(kernels));
       const std::string src = fixtures_dir() + name;
-      TempPath out(std::string(name) + ".laya");
+      TempDir tmp;
       const auto f = open_file(src);
       GgufImportOptions opts;
       opts.max_chunk = 16;
-      ir::Graph g = convert_and_load(src, out.path, opts);
+      ir::Graph g = convert_and_load(src, tmp.file("m.laya"), opts);
 
       check_weights_as_stored(g, *f);
       const int s = g.find_symbol("seq"), c = g.find_symbol("cells");
@@ -149,9 +127,9 @@ TEST_CASE("the embedded vocabulary tokenizes as the GGUF does") {
   for (const char* name : {"tiny-llama.gguf", "tiny-qwen2.gguf"}) {
     CAPTURE(std::string(name));
     const std::string src = fixtures_dir() + name;
-    TempPath out(std::string(name) + ".vocab.laya");
+    TempDir tmp;
     const auto f = open_file(src);
-    const ir::Graph g = convert_and_load(src, out.path);
+    const ir::Graph g = convert_and_load(src, tmp.file("m.laya"));
     Result<std::shared_ptr<const File>> v = embedded_vocab(g);
     REQUIRE_MESSAGE(v.is_ok(), v.status().to_string());
     Result<TokenizerData> a = tokenizer_data(*f), b = tokenizer_data(**v);
@@ -265,21 +243,19 @@ TEST_CASE("embedded_vocab of a model without one names the kind it has") {
 }
 
 TEST_CASE("decision config: temperatures stored, read back by model_temperatures; errors") {
-  TempPath cfg("decision.json");
-  auto write_cfg = [&](const std::string& text) {
-    std::ofstream o(cfg.path);
-    o << text;
-  };
+  TempDir tmp;
+  const std::string cfg = tmp.file("decision.json");
+  auto write_cfg = [&](const std::string& text) { write_text(cfg, text); };
   write_cfg(R"({"temperature": [0.7, 1.5, 2], "temperature_by_options": {"choice:3-5": 0.9,
              "noul:2": 1.25, "score:11+": 3}})");
-  Result<ir::DecisionConfig> d = read_decision_config(cfg.path);
+  Result<ir::DecisionConfig> d = read_decision_config(cfg);
   REQUIRE_MESSAGE(d.is_ok(), d.status().to_string());
   CHECK(d->present);
   const std::string src = fixtures_dir() + "tiny-llama.gguf";
-  TempPath out("decision.laya");
+
   GgufImportOptions opts;
   opts.decision = *d;
-  const ir::Graph g = convert_and_load(src, out.path, opts);
+  const ir::Graph g = convert_and_load(src, tmp.file("decision.laya"), opts);
   const decision::Temperatures t = decision::model_temperatures(g.meta);
   CHECK(t.temperature[0] == doctest::Approx(0.7).epsilon(1e-7));
   CHECK(t.temperature[1] == 1.5);
@@ -292,8 +268,7 @@ TEST_CASE("decision config: temperatures stored, read back by model_temperatures
   CHECK(t.get(decision::QType::kNoul, 2) == 1.25f);
 
   // Default: 1.0 each.
-  TempPath out2("default.laya");
-  const ir::Graph g2 = convert_and_load(src, out2.path);
+  const ir::Graph g2 = convert_and_load(src, tmp.file("default.laya"));
   const decision::Temperatures t2 = decision::model_temperatures(g2.meta);
   CHECK(t2.temperature[0] == 1.0);
   CHECK(t2.temperature[1] == 1.0);
@@ -315,31 +290,29 @@ TEST_CASE("decision config: temperatures stored, read back by model_temperatures
                        Bad{R"([1, 2, 3])", "not a JSON object"}, Bad{R"({"temperature": )", ""}}) {
     CAPTURE(std::string(b.json));
     write_cfg(b.json);
-    Result<ir::DecisionConfig> r = read_decision_config(cfg.path);
+    Result<ir::DecisionConfig> r = read_decision_config(cfg);
     REQUIRE(!r.is_ok());
     CHECK(r.status().code() == StatusCode::kInvalidArgument);
     CHECK(std::string(r.status().message()).find(b.says) != std::string::npos);
-    CHECK(std::string(r.status().message()).find(cfg.path) != std::string::npos);
+    CHECK(std::string(r.status().message()).find(cfg) != std::string::npos);
   }
 }
 
 TEST_CASE("import_gguf errors name the file and the problem") {
   const std::string src = fixtures_dir() + "tiny-llama.gguf";
-  std::vector<uint8_t> bytes;
-  {
-    std::ifstream in(src, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string text = read_text(src);
+  const std::vector<uint8_t> bytes(text.begin(), text.end());
   REQUIRE(bytes.size() > 4096);
-  TempPath bad("bad.gguf");
+  TempDir tmp;
+  const std::string bad = tmp.file("bad.gguf");
   // Truncated inside the tensor data.
-  write_bytes(bad.path, std::vector<uint8_t>(bytes.begin(), bytes.end() - 1000));
-  Result<ir::Graph> r = import_gguf(bad.path, {});
+  write_bytes(bad, std::vector<uint8_t>(bytes.begin(), bytes.end() - 1000));
+  Result<ir::Graph> r = import_gguf(bad, {});
   REQUIRE(!r.is_ok());
-  CHECK(std::string(r.status().message()).rfind(bad.path, 0) == 0);
+  CHECK(std::string(r.status().message()).rfind(bad, 0) == 0);
   // Not a GGUF.
-  write_bytes(bad.path, std::vector<uint8_t>(100, 'x'));
-  r = import_gguf(bad.path, {});
+  write_bytes(bad, std::vector<uint8_t>(100, 'x'));
+  r = import_gguf(bad, {});
   CHECK(r.status().code() == StatusCode::kFileBadIdentifier);
   // Bounds.
   GgufImportOptions o;
@@ -351,15 +324,13 @@ TEST_CASE("import_gguf errors name the file and the problem") {
 
 TEST_CASE("SmolLM2 Q4_1 converted: weights as stored, the same greedy ids and logits") {
   const std::string path = smollm2_path();
-  if (std::FILE* probe = std::fopen(path.c_str(), "rb")) {
-    std::fclose(probe);
-  } else {
+  if (!file_exists(path)) {
     MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
     return;
   }
-  TempPath out("smollm2.laya");
+  TempDir tmp;
   const auto f = open_file(path);
-  ir::Graph g = convert_and_load(path, out.path);
+  ir::Graph g = convert_and_load(path, tmp.file("smollm2.laya"));
   check_weights_as_stored(g, *f);
   CHECK(!g.meta.chat_template.empty());
   CHECK(g.meta.chat_template == *f->get_string("tokenizer.chat_template"));

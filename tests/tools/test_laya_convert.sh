@@ -6,7 +6,7 @@
 # usage: test_laya_convert.sh LAYA_CONVERT LAYA_RUN FIXTURE_CHECKPOINT_DIR [TINY_GGUF]
 set -u
 conv=$1 run=$2 src=$3 gguf=${4:-}
-here=$(dirname "${BASH_SOURCE[0]}")
+here=$(dirname "$0")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0

@@ -4,7 +4,7 @@
 //   laya-run generate --model M (--prompt TEXT | --chat TEXT | --ids 1,2,3) [--max-tokens N]
 //                     [--temperature T] [--top-k K] [--top-p P] [--seed S] [--json]
 //                     [--prefix-cache [--warm-prompt TEXT | --warm-ids 1,2,3]]
-//   laya-run score --model M --ids-file F.json [--top K]
+//   laya-run score --model M --ids-file F.json [--top K] [--last]
 //
 // Exit codes: 0 success, 1 the model, a file or the runtime failed (message on stderr), 2 bad
 // arguments.
@@ -96,7 +96,9 @@ constexpr const char* kScoreUsage =
     "\n"
     "  --model M        a .gguf file or a .laya decoder\n"
     "  --ids-file F     the JSON file (\"-\": stdin)\n"
-    "  --top K          predictions per position, 1..1000 (default 5)\n"
+    "  --top K          predictions per position, 1..1000 (default 5; with --last up to\n"
+    "                   1000000: K = the vocabulary prints every logit)\n"
+    "  --last           print the last position only\n"
     "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
     "  --threads N      CPU threads, 0..1024 (default 0: all cores)\n"
     "  --kernels K      auto | ref | a Highway target name (default auto)\n"
@@ -510,11 +512,13 @@ int cmd_score(int argc, char** argv) {
   DecoderOptions common;
   std::string ids_file;
   int64_t top = 5;
+  bool last_only = false;
   std::vector<std::string> positional;
   ArgParser p;
   common.declare(p);
   p.text("ids-file", &ids_file);
-  p.integer("top", 1, 1000, &top);
+  p.integer("top", 1, 1000000, &top);
+  p.flag("last", &last_only);
   if (!p.parse(argc, argv, 2, &positional)) return usage_error(p.error(), kScoreUsage);
   if (common.help) {
     std::printf("%s", kScoreUsage);
@@ -524,6 +528,8 @@ int cmd_score(int argc, char** argv) {
     return usage_error("unexpected argument '" + positional[0] + "'", kScoreUsage);
   if (common.model.empty()) return usage_error("score needs --model M.gguf|M.laya", kScoreUsage);
   if (ids_file.empty()) return usage_error("score needs --ids-file F.json", kScoreUsage);
+  if (top > 1000 && !last_only)
+    return usage_error("--top above 1000 needs --last (one position)", kScoreUsage);
   runtime::SessionOptions so;
   const std::string err = common.session_options(&so);
   if (!err.empty()) return usage_error(err, kScoreUsage);
@@ -561,6 +567,7 @@ int cmd_score(int argc, char** argv) {
     st = d.runner->step(0, std::span(ids).subspan(at, n));
     if (!st.is_ok()) return fail(st);
     for (size_t i = 0; i < n; ++i) {
+      if (last_only && at + i + 1 < ids.size()) continue;
       const float* row = d.runner->logits().data() + i * static_cast<size_t>(vocab);
       std::iota(order.begin(), order.end(), 0);
       std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {
