@@ -307,6 +307,10 @@ Result<ir::DType> dtype_of_ggml_type(uint32_t ggml_type) {
       return ir::DType::kQ4_0;
     case 3:
       return ir::DType::kQ4_1;
+    case 6:
+      return ir::DType::kQ5_0;
+    case 7:
+      return ir::DType::kQ5_1;
     case 8:
       return ir::DType::kQ8_0;
     case 12:
@@ -501,7 +505,8 @@ Status File::parse_all() {
       return status_error(
           StatusCode::kUnsupported,
           "GGUF: tensor '%s' has type %s (%u), which the runtime does not support "
-          "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K, i8, i32)",
+          "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K, i8, "
+          "i32)",
           name.c_str(), ggml_type_name(t.ggml_type), t.ggml_type);
     t.dtype = *dt;
     const ir::DTypeInfo& info = ir::dtype_info(t.dtype);

@@ -102,8 +102,8 @@ struct KeyValue {
 // "q4_K", "iq2_xxs", ...; "type <n>" for an unknown value (static buffer per call site: the
 // returned pointer is valid until the next call with an unknown value).
 const char* ggml_type_name(uint32_t ggml_type);
-// The IR dtype a GGML type maps to: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K, i8, i32.
-// kUnsupported (naming the type) for every other one (q5_0, q5_1, q2_K, q3_K, iq*, ...).
+// The IR dtype a GGML type maps to: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K,
+// q6_K, i8, i32. kUnsupported (naming the type) for every other one (q2_K, q3_K, iq*, ...).
 Result<ir::DType> dtype_of_ggml_type(uint32_t ggml_type);
 
 struct TensorInfo {
