@@ -67,6 +67,8 @@ void make_weights(WType type, int64_t n, int64_t k, std::vector<uint8_t>* bytes,
   if (type == WType::kQ8_0) row_bytes = nb * sizeof(BlockQ8_0);
   if (type == WType::kQ4_0) row_bytes = nb * sizeof(BlockQ4_0);
   if (type == WType::kQ4_1) row_bytes = nb * sizeof(BlockQ4_1);
+  if (type == WType::kQ5_0) row_bytes = nb * sizeof(laya::kernels::BlockQ5_0);
+  if (type == WType::kQ5_1) row_bytes = nb * sizeof(laya::kernels::BlockQ5_1);
   const int64_t nsb = k / laya::kernels::kQK_K;
   if (type == WType::kQ4_K) row_bytes = nsb * sizeof(laya::kernels::BlockQ4_K);
   if (type == WType::kQ5_K) row_bytes = nsb * sizeof(laya::kernels::BlockQ5_K);
@@ -86,6 +88,14 @@ void make_weights(WType type, int64_t n, int64_t k, std::vector<uint8_t>* bytes,
         break;
       case WType::kQ4_0:
         laya::kernels::quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(dst), k);
+        break;
+      case WType::kQ5_0:
+        laya::kernels::quantize_row_q5_0(row.data(),
+                                         reinterpret_cast<laya::kernels::BlockQ5_0*>(dst), k);
+        break;
+      case WType::kQ5_1:
+        laya::kernels::quantize_row_q5_1(row.data(),
+                                         reinterpret_cast<laya::kernels::BlockQ5_1*>(dst), k);
         break;
       case WType::kQ4_K:
         laya::kernels::quantize_row_q4_K(row.data(),
@@ -237,6 +247,15 @@ BENCHMARK(BM_matmul_int_gemv<WType::kQ4_1>)
     ->Args({1536, 576, 448, 1})
     ->Args({1536, 576, 1, 1})
     ->Args({4096, 4096, 24, 1})
+    ->Unit(benchmark::kMicrosecond);
+// q5_0 / q5_1: packed one byte per element (32 bytes per block, like q8_0).
+BENCHMARK(BM_matmul_int_gemv<WType::kQ5_0>)
+    ->Args({1536, 576, 256, 1})
+    ->Args({1536, 576, 1, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemv<WType::kQ5_1>)
+    ->Args({1536, 576, 256, 1})
+    ->Args({1536, 576, 1, 1})
     ->Unit(benchmark::kMicrosecond);
 
 // K-quants, with q4_0 at the same shapes for comparison (K must be a multiple of 256, so the

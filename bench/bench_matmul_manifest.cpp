@@ -60,6 +60,14 @@ std::vector<uint8_t> make_weight(WType type, int64_t n, int64_t k, std::vector<f
       out.resize(nk / kQK * sizeof(BlockQ4_1));
       quantize_row_q4_1(w.data(), reinterpret_cast<BlockQ4_1*>(out.data()), n * k);
       break;
+    case WType::kQ5_0:
+      out.resize(nk / kQK * sizeof(BlockQ5_0));
+      quantize_row_q5_0(w.data(), reinterpret_cast<BlockQ5_0*>(out.data()), n * k);
+      break;
+    case WType::kQ5_1:
+      out.resize(nk / kQK * sizeof(BlockQ5_1));
+      quantize_row_q5_1(w.data(), reinterpret_cast<BlockQ5_1*>(out.data()), n * k);
+      break;
     case WType::kQ4_K:
       out.resize(nk / kQK_K * sizeof(BlockQ4_K));
       quantize_row_q4_K(w.data(), reinterpret_cast<BlockQ4_K*>(out.data()), n * k);

@@ -307,6 +307,10 @@ Result<ir::DType> dtype_of_ggml_type(uint32_t ggml_type) {
       return ir::DType::kQ4_0;
     case 3:
       return ir::DType::kQ4_1;
+    case 6:
+      return ir::DType::kQ5_0;
+    case 7:
+      return ir::DType::kQ5_1;
     case 8:
       return ir::DType::kQ8_0;
     case 12:
@@ -384,6 +388,18 @@ Result<File> File::open(const std::string& path) {
   Status st2 = f.parse_all();
   if (!st2.is_ok()) return Status(st2.code(), path + ": " + st2.message());
   return f;
+}
+
+void File::release(const uint8_t* p, uint64_t n) const {
+  if (!mapped_ || n == 0 || p < base_ || p > base_ + size_ ||
+      n > size_ - static_cast<uint64_t>(p - base_))
+    return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t off = static_cast<uint64_t>(p - base_);
+  // Whole pages inside the range only: a neighbour's page stays.
+  const uint64_t lo = (off + page - 1) / page * page;
+  const uint64_t hi = (off + n) / page * page;
+  if (hi > lo) (void)::madvise(const_cast<uint8_t*>(base_) + lo, hi - lo, MADV_DONTNEED);
 }
 
 Result<File> File::parse(const uint8_t* data, uint64_t size) {
@@ -489,7 +505,8 @@ Status File::parse_all() {
       return status_error(
           StatusCode::kUnsupported,
           "GGUF: tensor '%s' has type %s (%u), which the runtime does not support "
-          "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K, i8, i32)",
+          "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K, i8, "
+          "i32)",
           name.c_str(), ggml_type_name(t.ggml_type), t.ggml_type);
     t.dtype = *dt;
     const ir::DTypeInfo& info = ir::dtype_info(t.dtype);

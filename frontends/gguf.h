@@ -102,8 +102,8 @@ struct KeyValue {
 // "q4_K", "iq2_xxs", ...; "type <n>" for an unknown value (static buffer per call site: the
 // returned pointer is valid until the next call with an unknown value).
 const char* ggml_type_name(uint32_t ggml_type);
-// The IR dtype a GGML type maps to: f32, f16, bf16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K, i8, i32.
-// kUnsupported (naming the type) for every other one (q5_0, q5_1, q2_K, q3_K, iq*, ...).
+// The IR dtype a GGML type maps to: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K,
+// q6_K, i8, i32. kUnsupported (naming the type) for every other one (q2_K, q3_K, iq*, ...).
 Result<ir::DType> dtype_of_ggml_type(uint32_t ggml_type);
 
 struct TensorInfo {
@@ -136,6 +136,12 @@ class File {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the data section in the file
   uint64_t file_size() const { return size_; }
+  // The whole file's bytes (the mapping, or parse()'s caller memory): file_size() bytes.
+  const uint8_t* bytes() const { return base_; }
+  // Drops the resident pages wholly inside [p, p + n) of a mapped file (madvise DONTNEED; they are
+  // read from the file again if touched), so streaming every tensor once needs no more memory than
+  // one chunk. A no-op for parse()'d memory or a range outside the file.
+  void release(const uint8_t* p, uint64_t n) const;
 
   const std::vector<KeyValue>& metadata() const { return kv_; }        // in file order
   const Value* find(std::string_view key) const;                       // null when absent

@@ -95,7 +95,8 @@ inline constexpr uint16_t kModelFormatMajor = 1;
 //   1.2  K-quant dtypes q4_K, q5_K, q6_K; state values (ValueKind state, Model.states), the
 //        kv_write op, input roles seq_ids, cache_cells, cell_positions, cell_seq_ids
 //   1.3  ops gather, concat, reshape, masked_fill, segment_mean, act_features; Attrs.value
-inline constexpr uint16_t kModelFormatMinor = 3;
+//   1.4  dtypes q5_0, q5_1 (GGUF's 5-bit blocks)
+inline constexpr uint16_t kModelFormatMinor = 4;
 // Alignment of the weight section and of every byte range in it.
 inline constexpr uint64_t kModelAlignment = 64;
 

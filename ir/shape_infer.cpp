@@ -92,6 +92,8 @@ Status weight_format_check(DType dtype, const Quant& q) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
       if (q.kind != QuantKind::kBlock) return no("block types need block quantization");
       return Status::ok();
     default:

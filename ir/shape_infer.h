@@ -21,7 +21,7 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
 
 // Whether `dtype` with `quant` can be a matmul / embedding weight, i.e. what the kernels take:
 // f32, f16, bf16 unquantized; i8 symmetric (zero points 0) with one per-tensor scale or per-row
-// scales (per-channel, axis 0); q8_0, q4_0, q4_1, q4_K, q5_K, q6_K with block quantization. The
+// scales (per-channel, axis 0); q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K with block quantization. The
 // one statement of these rules: shape inference and the CPU backend's supports() both ask it.
 // kGraphQuantMismatch naming what does not fit. (Scale counts and values are the verifier's check_quant.)
 Status weight_format_check(DType dtype, const Quant& quant);

@@ -73,7 +73,7 @@ const char* wtype_name(WType t);
 
 // y[m, n] = x[m, k] . W[n, k]^T (+ bias[n]) for one weight type. m == 1 is the decode GEMV path;
 // m > 1 the prefill / encoder GEMM path. Integer and block paths quantize x on the fly (int8 per
-// token; q8 blocks of 32 for q8_0 / q4_0 / q4_1; q8_K super-blocks of 256 for the K-quants, as
+// token; q8 blocks of 32 for q8_0 / q4_0 / q4_1 / q5_0 / q5_1; q8_K super-blocks of 256 for the K-quants, as
 // GGUF / ggml do) into scratch and accumulate exactly in int32, then scale in f32.
 struct MatmulKernel {
   // Bytes of persistent memory `pack` writes for an [n, k] weight (0: layout not supported, e.g. a

@@ -134,6 +134,54 @@ void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
   }
 }
 
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f)));
+      const int hi =
+          std::min(31, static_cast<int>(static_cast<int8_t>(x[kQK / 2 + j] * id + 16.5f)));
+      y[b].qs[j] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
+      qh |= static_cast<uint32_t>((lo >> 4) & 1) << j;
+      qh |= static_cast<uint32_t>((hi >> 4) & 1) << (j + kQK / 2);
+    }
+    std::memcpy(y[b].qh, &qh, 4);
+  }
+}
+
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
+    float min = FLT_MAX, max = -FLT_MAX;
+    for (int j = 0; j < kQK; ++j) {
+      min = std::fmin(min, x[j]);
+      max = std::fmax(max, x[j]);
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    y[b].m = f32_to_f16(min);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = static_cast<uint8_t>((x[j] - min) * id + 0.5f);
+      const int hi = static_cast<uint8_t>((x[kQK / 2 + j] - min) * id + 0.5f);
+      y[b].qs[j] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
+      qh |= static_cast<uint32_t>((lo >> 4) & 1) << j;
+      qh |= static_cast<uint32_t>((hi >> 4) & 1) << (j + kQK / 2);
+    }
+    std::memcpy(y[b].qh, &qh, 4);
+  }
+}
+
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b) {
     const float d = f16_to_f32(x[b].d);
@@ -159,6 +207,23 @@ void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n) {
       y[b * kQK + j] = d * static_cast<float>(x[b].qs[j] & 0x0f) + m;
       y[b * kQK + kQK / 2 + j] = d * static_cast<float>(x[b].qs[j] >> 4) + m;
     }
+  }
+}
+
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    for (int i = 0; i < kQK; ++i)
+      y[b * kQK + i] = d * static_cast<float>(q5_value(x[b].qh, x[b].qs, i) - 16);
+  }
+}
+
+void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    const float m = f16_to_f32(x[b].m);
+    for (int i = 0; i < kQK; ++i)
+      y[b * kQK + i] = d * static_cast<float>(q5_value(x[b].qh, x[b].qs, i)) + m;
   }
 }
 

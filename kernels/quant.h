@@ -51,6 +51,27 @@ struct BlockQ4_1 {
   uint16_t m;  // f16
   uint8_t qs[kQK / 2];
 };
+// 5-bit blocks: element i's low 4 bits as in q4_0 (byte i % 16, low nibble for i < 16), its
+// fifth bit is bit i of qh (little-endian u32): q = nibble | ((qh >> i) & 1) << 4, in [0, 31].
+//   q5_0: x[i] = d * (q - 16)          q5_1: x[i] = d * q + m
+struct BlockQ5_0 {
+  uint16_t d;     // f16
+  uint8_t qh[4];  // fifth bits, little-endian u32
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ5_1 {
+  uint16_t d;  // f16
+  uint16_t m;  // f16
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+// The 5-bit value of element i (0..31) of a q5_0 / q5_1 block's qh and qs.
+inline int q5_value(const uint8_t* qh, const uint8_t* qs, int i) {
+  uint32_t h;
+  std::memcpy(&h, qh, 4);
+  const int nib = i < kQK / 2 ? qs[i] & 15 : qs[i - kQK / 2] >> 4;
+  return nib | static_cast<int>(((h >> i) & 1u) << 4);
+}
 // Activation blocks (ggml's q8_1): qs = round(x / d); s = d * sum(qs) (f16), used by q4_1 dots.
 struct BlockQ8_1 {
   uint16_t d;  // f16
@@ -58,21 +79,27 @@ struct BlockQ8_1 {
   int8_t qs[kQK];
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 &&
-              sizeof(BlockQ8_1) == 36);
+              sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_1) == 36);
 
 // Quantize n values (n % 32 == 0) the way ggml's reference quantizers do (quantize_row_*_ref):
 //  q8_0: d = amax / 127, q = round(x / d)
 //  q4_0: d = max / -8 (max = the value of largest magnitude), q = min(15, (int8)(x / d + 8.5))
 //  q4_1: d = (max - min) / 15, m = min, q = min(15, (int8)((x - min) / d + 0.5))
+//  q5_0: d = max / -16, q = min(31, (int8)(x / d + 16.5))
+//  q5_1: d = (max - min) / 31, m = min, q = (uint8)((x - min) / d + 0.5)
 //  q8_1: as q8_0 plus s = d * sum(q)
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n);
 void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n);
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n);
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n);
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
 
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n);
 void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n);
+void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n);
 
 // ---- GGUF K-quants: super-blocks of 256 -------------------------------------------------------
 //

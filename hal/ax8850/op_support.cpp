@@ -34,6 +34,8 @@ bool weight_ok(const ir::Value& w, std::string* why) {
     case ir::DType::kQ8_0:
     case ir::DType::kQ4_0:
     case ir::DType::kQ4_1:
+    case ir::DType::kQ5_0:
+    case ir::DType::kQ5_1:
       *why = std::string(ir::dtype_name(w.dtype)) +
              " (GGUF block) weights: the NPU takes per-channel s8 / s4 or bf16 / f16; requantize "
              "them at conversion";

@@ -3,7 +3,7 @@
 //
 // Rules (docs/ax8850.md has the same table for readers):
 //  - Weights: s8 (symmetric, per output channel or per tensor), bf16 or f16, as Pulsar2 takes them
-//    (published). f32 weights and GGUF block weights (q8_0 / q4_0 / q4_1) are refused: convert
+//    (published). f32 weights and GGUF block weights (q8_0 / q4_0 / q4_1 / q5_0 / q5_1) are refused: convert
 //    them at model conversion. Small parameter vectors (norm gamma / beta, biases) may be f32:
 //    the compiler folds them into the op.
 //  - Activations are f32 in the IR and bf16 (or the reference semantics, PrepareOptions) on the

@@ -141,9 +141,9 @@ class CpuBackend final : public Backend {
     caps_.name = "cpu";
     caps_.description = description_.c_str();
     caps_.n_groups = static_cast<uint32_t>(pool_.n_threads());
-    for (ir::DType d :
-         {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8, ir::DType::kQ8_0,
-          ir::DType::kQ4_0, ir::DType::kQ4_1, ir::DType::kQ4_K, ir::DType::kQ5_K, ir::DType::kQ6_K})
+    for (ir::DType d : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16, ir::DType::kI8,
+                        ir::DType::kQ8_0, ir::DType::kQ4_0, ir::DType::kQ4_1, ir::DType::kQ5_0,
+                        ir::DType::kQ5_1, ir::DType::kQ4_K, ir::DType::kQ5_K, ir::DType::kQ6_K})
       caps_.weight_dtypes |= uint64_t{1} << static_cast<int>(d);
     caps_.memory_kinds = 1u << static_cast<int>(MemoryKind::kHost);
     caps_.modelled_time = false;

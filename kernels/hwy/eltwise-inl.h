@@ -358,7 +358,14 @@ void GatherRow(WType type, const void* table, const float* scales, int64_t row, 
       }
       return;
     }
-    case WType::kQ4_K:  // K-quants: quant.h's scalar dequantizers (exact by definition)
+    case WType::kQ5_0:  // 5-bit blocks and K-quants: quant.h's scalar dequantizers (exact by
+                        // definition; a table row is read once per token)
+      dequantize_row_q5_0(reinterpret_cast<const BlockQ5_0*>(base) + ud / kQK * row, out, dim);
+      return;
+    case WType::kQ5_1:
+      dequantize_row_q5_1(reinterpret_cast<const BlockQ5_1*>(base) + ud / kQK * row, out, dim);
+      return;
+    case WType::kQ4_K:
       dequantize_row_q4_K(reinterpret_cast<const BlockQ4_K*>(base) + ud / kQK_K * row, out, dim);
       return;
     case WType::kQ5_K:

@@ -1,5 +1,5 @@
-// Integer / GGUF-block matrix products (WType i8, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K), per Highway
-// target.
+// Integer / GGUF-block matrix products (WType i8, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K),
+// per Highway target.
 // Included once per target by kernels/hwy/matmul_int.cpp (foreach_target); everything lives in
 // laya::kernels::HWY_NAMESPACE. Semantics: kernels/ref/matmul.cpp.
 //
@@ -7,12 +7,15 @@
 // SSE4 4, SCALAR 1). Columns (output rows of W) form tiles of L, padded with zero weights; kP<T>
 // tiles form a group, and a group is stored as one record per block of 32 (i8: per 4 k-values):
 //   quants [groups of 4 k-values in the block][tiles of the group][L][4], then f16 d[tiles][L],
-//   then (q4_1) f16 m[tiles][L]         (i8: quants only; f32 scales[tiles * L] after all groups)
+//   then (q4_1, q5_1) f16 m[tiles][L]   (i8: quants only; f32 scales[tiles * L] after all groups)
 // One L-lane vector load is L columns x 4 consecutive k-values, what vpdpbusd consumes, and a
 // GEMV reads a group's records strictly sequentially (one stream; see Geometry). Byte j of lane
 // c of group-of-4 gr is byte 4gr + j of column c's GGUF block (i8: of its row): q8_0 / i8 stored
 // ^ 0x80 (w + 128 as u8); q4 bytes as they are, whose low nibble is element 4gr + j and high
-// nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them.
+// nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them; q5_0 / q5_1 are
+// unpacked at pack time to one u8 per element (q in [0, 31], byte 4gr + j = element 4gr + j, 8
+// groups of 4 like q8_0): a GEMV reads 32 bytes per block instead of GGUF's 22 / 24, and the dot
+// is q4_0's / q4_1's on whole bytes (q5_0's -16 offset the same correction, -16 * sum(qs_x)).
 //
 // Quantized activations (scratch, `XPanel` below): the int8 values and scales exactly as
 // quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them (tested byte for
@@ -81,8 +84,15 @@ inline int64_t lanes() {
   return static_cast<int64_t>(hn::Lanes(DI()));
 }
 inline bool is_block(WType t) {
-  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1;
+  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1 || t == WType::kQ5_0 ||
+         t == WType::kQ5_1;
 }
+// Block types packed with one byte per element (8 groups of 4 per block).
+template <WType T>
+inline constexpr bool kBytes = T == WType::kQ8_0 || T == WType::kQ5_0 || T == WType::kQ5_1;
+// Block types with a min (f16 m) and q8_1 activations.
+template <WType T>
+inline constexpr bool kHasMin = T == WType::kQ4_1 || T == WType::kQ5_1;
 template <WType T>
 inline constexpr bool kIsK = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K;
 // K-quants: groups of 4 quant bytes per column and super-block, sub-blocks per super-block.
@@ -103,7 +113,7 @@ inline constexpr int kMRI8 = 2, kNTI8 = 1, kMRB = 2, kNTB = 1, kPQ8 = 2, kPOther
 inline constexpr int kMRI8 = 4, kNTI8 = 2, kMRB = 2, kNTB = 2, kPQ8 = 2, kPOther = 4;
 #endif
 template <WType T>
-inline constexpr int kP = T == WType::kQ8_0 ? kPQ8 : kPOther;
+inline constexpr int kP = kBytes<T> ? kPQ8 : kPOther;
 static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0);
 
 // ---- packed weight geometry -------------------------------------------------------------------
@@ -155,8 +165,8 @@ Geometry geometry(int64_t n, int64_t k) {
     g.sb = (2 * g.nf16 + g.nsub + g.nmin + g.ncorr) * g.L;
   } else {
     g.kb = k / kQK;
-    g.qb = (T == WType::kQ8_0 ? 32 : 16) * g.L;
-    g.nf16 = T == WType::kQ4_1 ? 2 : 1;
+    g.qb = (kBytes<T> ? 32 : 16) * g.L;
+    g.nf16 = kHasMin<T> ? 2 : 1;
     g.sb = 2 * g.nf16 * g.L;
   }
   g.gstride = round_up(g.kb * g.P * (g.qb + g.sb), 64);
@@ -270,9 +280,13 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
     std::memset(out, 0, static_cast<size_t>(g.total));
     const int64_t L = g.L;
     const uint8_t* src = static_cast<const uint8_t*>(w);
-    using Block = std::conditional_t<T == WType::kQ4_0, BlockQ4_0,
-                                     std::conditional_t<T == WType::kQ4_1, BlockQ4_1, BlockQ8_0>>;
-    constexpr int kGroups = T == WType::kI8 ? 1 : (T == WType::kQ8_0 ? 8 : 4);
+    using Block = std::conditional_t<
+        T == WType::kQ4_0, BlockQ4_0,
+        std::conditional_t<
+            T == WType::kQ4_1, BlockQ4_1,
+            std::conditional_t<T == WType::kQ5_0, BlockQ5_0,
+                               std::conditional_t<T == WType::kQ5_1, BlockQ5_1, BlockQ8_0>>>>;
+    constexpr int kGroups = T == WType::kI8 ? 1 : (kBytes<T> ? 8 : 4);
     constexpr uint8_t kXor = (T == WType::kI8 || T == WType::kQ8_0) ? 0x80 : 0x00;
     const Block* blocks = reinterpret_cast<const Block*>(src);
     for (int64_t t = 0; t < g.tiles; ++t) {
@@ -291,6 +305,11 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
               if constexpr (T == WType::kI8) {
                 const int64_t kk = 4 * b + j;
                 if (col < n && kk < k) v = src[col * k + kk];
+              } else if constexpr (T == WType::kQ5_0 || T == WType::kQ5_1) {
+                if (col < n) {
+                  const Block& blk = blocks[col * g.kb + b];
+                  v = static_cast<uint8_t>(q5_value(blk.qh, blk.qs, 4 * gr + j));
+                }
               } else {
                 if (col < n) v = static_cast<uint8_t>(blocks[col * g.kb + b].qs[4 * gr + j]);
               }
@@ -299,8 +318,7 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
           }
           if constexpr (T != WType::kI8) {
             d[c] = col < n ? blocks[col * g.kb + b].d : uint16_t{0};
-            if constexpr (T == WType::kQ4_1)
-              m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
+            if constexpr (kHasMin<T>) m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
           }
         }
       }
@@ -531,7 +549,7 @@ void quantize_x(const float* x, int64_t k, uint8_t* panel, int64_t slot, const X
   } else if constexpr (kIsK<T>) {
     quantize_x_q8k(x, k, panel, slot, lay, kQK_K / kKSub<T>, T == WType::kQ6_K);
   } else {
-    quantize_x_q8<T == WType::kQ4_1>(x, k, panel, slot, lay);
+    quantize_x_q8<kHasMin<T>>(x, k, panel, slot, lay);
   }
 }
 
@@ -542,7 +560,7 @@ HWY_INLINE int32_t load_i32(const uint8_t* p) {
 }
 
 // ---- dot-product policies ----------------------------------------------------------------------
-// nib(acc, w, x): acc + sum over each lane's 4 byte pairs of u8(w) * s8(x), w in [0, 15].
+// nib(acc, w, x): acc + sum over each lane's 4 byte pairs of u8(w) * s8(x), w in [0, 31].
 // s8(acc, w, x):  w holds biased weights (w_true ^ 0x80); adds sum u8(w) * s8(x) when kBiased
 //                 (the caller subtracts 128 * sum(x)), else sum w_true * s8(x).
 // K-quant sub-block sums (a: u8, b: s8, |a| * |b| * 2 per int16 pair within the caller's bound):
@@ -750,7 +768,7 @@ inline void store_block(const float* out, int64_t ostride, int64_t mr, float* y,
 #undef LAYA_MI_ATTR
 #undef LAYA_MI_DOT
 
-// Installs i8 / q8_0 / q4_0 / q4_1 for this target (with VNNI when allowed and available).
+// Installs i8 / q8_0 / q4_0 / q4_1 / q5_0 / q5_1 and the K-quants for this target (with VNNI when allowed and available).
 inline void FillMatmulInt(KernelTable& t, bool allow_vnni) {
 #if HWY_TARGET == HWY_AVX3
   __builtin_cpu_init();
@@ -764,7 +782,8 @@ inline void FillMatmulInt(KernelTable& t, bool allow_vnni) {
 }
 
 // Test hook: this target's activation quantizer for `type`, written out in quant.h's layout
-// (i8: int8 out[k], returns the scale; q8_0 / q4_0: BlockQ8_0[k/32]; q4_1: BlockQ8_1[k/32]).
+// (i8: int8 out[k], returns the scale; q8_0 / q4_0 / q5_0: BlockQ8_0[k/32]; q4_1 / q5_1:
+// BlockQ8_1[k/32]).
 // `work` holds x_panel(k, 1).stride bytes, 64-byte aligned.
 inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, void* work) {
   using namespace matmul_int;
@@ -811,7 +830,8 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
     return 0.0f;
   }
   const XPanel lay = x_panel<WType::kQ8_0>(k, 1);  // the same layout for q8_1
-  if (t == WType::kQ4_1) {
+  const bool q81 = t == WType::kQ4_1 || t == WType::kQ5_1;
+  if (q81) {
     quantize_x<WType::kQ4_1>(x, k, xr, 0, lay);
   } else {
     quantize_x<WType::kQ8_0>(x, k, xr, 0, lay);
@@ -819,7 +839,7 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
   const float* d = reinterpret_cast<const float*>(xr + lay.d_off);
   const float* s = reinterpret_cast<const float*>(xr + lay.s_off);
   for (int64_t b = 0; b < k / kQK; ++b) {
-    if (t == WType::kQ4_1) {
+    if (q81) {
       BlockQ8_1& blk = static_cast<BlockQ8_1*>(out)[b];
       blk.d = f32_to_f16(d[b]);
       blk.s = f32_to_f16(s[b]);

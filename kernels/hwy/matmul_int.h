@@ -14,8 +14,9 @@ namespace laya::kernels::hwy_matmul_int {
 void fill(KernelTable& t, int64_t target, bool allow_vnni);
 
 // The activation quantizer `target`'s kernels for weight type `type` use, written out in
-// quant.h's formats: i8 -> int8 out[k] and returns the scale (quantize_row_i8); q8_0 / q4_0 ->
-// BlockQ8_0 out[k / 32] (quantize_act_q8_0); q4_1 -> BlockQ8_1 out[k / 32] (quantize_act_q8_1);
+// quant.h's formats: i8 -> int8 out[k] and returns the scale (quantize_row_i8); q8_0 / q4_0 /
+// q5_0 -> BlockQ8_0 out[k / 32] (quantize_act_q8_0); q4_1 / q5_1 -> BlockQ8_1 out[k / 32]
+// (quantize_act_q8_1);
 // K-quants -> BlockQ8_K out[k / 256] (quantize_row_q8_K; bsums recomputed from the values).
 // Returns 0 for block types, -1 when a K-quant kernel's own sub-block sums disagree with its values. Allocates (a test helper, not an execute-time entry point).
 float quantize_act(int64_t target, WType type, const float* x, int64_t k, void* out);

@@ -51,7 +51,8 @@ LAYA_MI_ATTR void micro_i8(const MicroArgs& a) {
   }
 }
 
-// Block types: per block b, isum = exact int32 dot; out += (d_w * d_x) * isum (+ m_w * s_x).
+// Block types: per block b, isum = exact int32 dot; out += (d_w * d_x) * isum (+ m_w * s_x:
+// q4_1, q5_1).
 template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
   const DI di;
@@ -73,6 +74,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     for (int r = 0; r < MR; ++r) {
       int32_t init = 0;
       if constexpr (T == WType::kQ4_0) init = -8 * xsum[r];
+      if constexpr (T == WType::kQ5_0) init = -16 * xsum[r];
       if constexpr (T == WType::kQ8_0 && Dot::kBiased) init = -128 * xsum[r];
       for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Set(di, init);
     }
@@ -87,6 +89,18 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
         for (int r = 0; r < MR; ++r) {
           const VI xv = hn::Set(di, load_i32(xq + (g * XR + r) * 4));
           for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::s8(iacc[r][t], wv[t], xv);
+        }
+      }
+    } else if constexpr (T == WType::kQ5_0 || T == WType::kQ5_1) {  // u8 q in [0, 31]
+      for (int g = 0; g < 8; ++g) {
+        VI wv[NT];
+        for (int t = 0; t < NT; ++t) {
+          const uint8_t* p = q + g * a.gstep + t * 4 * L;
+          wv[t] = hn::BitCast(di, hn::LoadU(du, reinterpret_cast<const uint32_t*>(p)));
+        }
+        for (int r = 0; r < MR; ++r) {
+          const VI xv = hn::Set(di, load_i32(xq + (g * XR + r) * 4));
+          for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::nib(iacc[r][t], wv[t], xv);
         }
       }
     } else {
@@ -110,7 +124,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     for (int t = 0; t < NT; ++t) {
       const int64_t off = b * a.rec + t * 2 * L;
       sd[t] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wd + off)));
-      if constexpr (T == WType::kQ4_1)
+      if constexpr (kHasMin<T>)
         sm[t] =
             hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(a.wm + off)));
     }
@@ -118,7 +132,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
       const VF vxd = hn::Set(df, xd[r]);
       for (int t = 0; t < NT; ++t)
         facc[r][t] = hn::MulAdd(hn::ConvertTo(df, iacc[r][t]), hn::Mul(sd[t], vxd), facc[r][t]);
-      if constexpr (T == WType::kQ4_1) {
+      if constexpr (kHasMin<T>) {
         const VF vxs = hn::Set(df, xs1[r]);
         for (int t = 0; t < NT; ++t) facc[r][t] = hn::MulAdd(sm[t], vxs, facc[r][t]);
       }
@@ -479,6 +493,8 @@ inline void install(KernelTable& t) {
   t.matmul[static_cast<int>(WType::kQ8_0)] = make<WType::kQ8_0>();
   t.matmul[static_cast<int>(WType::kQ4_0)] = make<WType::kQ4_0>();
   t.matmul[static_cast<int>(WType::kQ4_1)] = make<WType::kQ4_1>();
+  t.matmul[static_cast<int>(WType::kQ5_0)] = make<WType::kQ5_0>();
+  t.matmul[static_cast<int>(WType::kQ5_1)] = make<WType::kQ5_1>();
   t.matmul[static_cast<int>(WType::kQ4_K)] = make<WType::kQ4_K>();
   t.matmul[static_cast<int>(WType::kQ5_K)] = make<WType::kQ5_K>();
   t.matmul[static_cast<int>(WType::kQ6_K)] = make<WType::kQ6_K>();

@@ -35,6 +35,12 @@ void dequantize_row(WType type, const void* rows, const float* scales, int64_t r
     case WType::kQ4_1:
       dequantize_row_q4_1(reinterpret_cast<const BlockQ4_1*>(base) + dim / kQK * row, out, dim);
       return;
+    case WType::kQ5_0:
+      dequantize_row_q5_0(reinterpret_cast<const BlockQ5_0*>(base) + dim / kQK * row, out, dim);
+      return;
+    case WType::kQ5_1:
+      dequantize_row_q5_1(reinterpret_cast<const BlockQ5_1*>(base) + dim / kQK * row, out, dim);
+      return;
     case WType::kQ4_K:
       dequantize_row_q4_K(reinterpret_cast<const BlockQ4_K*>(base) + dim / kQK_K * row, out, dim);
       return;

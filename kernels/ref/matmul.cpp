@@ -10,6 +10,8 @@
 //   q6_K:        isum = sum_j sc_j * dot(q_j - 32, qx_j);  y += (d_w * d_x) * isum
 // (d_w, dmin_w f16 -> f32; d_x the q8_K f32 scale). ggml sums the same terms in another f32
 // order; the integer parts are identical.
+// q5_0 / q5_1 follow ggml_vec_dot_q5_0_q8_0 / _q5_1_q8_1 like q4_0 / q4_1: per block isum over
+// (q - 16) (q5_0) or q (q5_1), y += (d_w * d_x) * isum (q5_1: + m_w * s_x).
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -36,6 +38,10 @@ uint64_t row_bytes(WType t, int64_t k) {
       return k / kQK * sizeof(BlockQ4_0);
     case WType::kQ4_1:
       return k / kQK * sizeof(BlockQ4_1);
+    case WType::kQ5_0:
+      return k / kQK * sizeof(BlockQ5_0);
+    case WType::kQ5_1:
+      return k / kQK * sizeof(BlockQ5_1);
     case WType::kQ4_K:
       return k / kQK_K * sizeof(BlockQ4_K);
     case WType::kQ5_K:
@@ -55,7 +61,10 @@ bool is_kquant(WType t) {
 // Elements per block (0: not a block type).
 int64_t block_elems(WType t) {
   if (is_kquant(t)) return kQK_K;
-  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1 ? kQK : 0;
+  return t == WType::kQ8_0 || t == WType::kQ4_0 || t == WType::kQ4_1 || t == WType::kQ5_0 ||
+                 t == WType::kQ5_1
+             ? kQK
+             : 0;
 }
 
 template <WType T>
@@ -134,6 +143,28 @@ float dot_row(const uint8_t* w, int64_t j, int64_t k, const float* x, const void
       sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum);
     }
     return sum;
+  } else if constexpr (T == WType::kQ5_0) {
+    const BlockQ5_0* wb = reinterpret_cast<const BlockQ5_0*>(row);
+    const BlockQ8_0* xb = static_cast<const BlockQ8_0*>(xq);
+    float sum = 0;
+    for (int64_t b = 0; b < k / kQK; ++b) {
+      int32_t isum = 0;
+      for (int i = 0; i < kQK; ++i)
+        isum += (q5_value(wb[b].qh, wb[b].qs, i) - 16) * int32_t{xb[b].qs[i]};
+      sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum);
+    }
+    return sum;
+  } else if constexpr (T == WType::kQ5_1) {
+    const BlockQ5_1* wb = reinterpret_cast<const BlockQ5_1*>(row);
+    const BlockQ8_1* xb = static_cast<const BlockQ8_1*>(xq);
+    float sum = 0;
+    for (int64_t b = 0; b < k / kQK; ++b) {
+      int32_t isum = 0;
+      for (int i = 0; i < kQK; ++i) isum += q5_value(wb[b].qh, wb[b].qs, i) * int32_t{xb[b].qs[i]};
+      sum += f16_to_f32(wb[b].d) * f16_to_f32(xb[b].d) * static_cast<float>(isum) +
+             f16_to_f32(wb[b].m) * f16_to_f32(xb[b].s);
+    }
+    return sum;
   } else if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) {
     using Block = std::conditional_t<T == WType::kQ4_K, BlockQ4_K, BlockQ5_K>;
     const Block* wb = reinterpret_cast<const Block*>(row);
@@ -208,9 +239,9 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
     float xs = 1.0f;
     if constexpr (T == WType::kI8) {
       xs = quantize_row_i8(xr, static_cast<int8_t*>(xq), k);
-    } else if constexpr (T == WType::kQ8_0 || T == WType::kQ4_0) {
+    } else if constexpr (T == WType::kQ8_0 || T == WType::kQ4_0 || T == WType::kQ5_0) {
       quantize_act_q8_0(xr, static_cast<BlockQ8_0*>(xq), k);
-    } else if constexpr (T == WType::kQ4_1) {
+    } else if constexpr (T == WType::kQ4_1 || T == WType::kQ5_1) {
       quantize_act_q8_1(xr, static_cast<BlockQ8_1*>(xq), k);
     } else if constexpr (is_kquant_v<T>) {
       quantize_row_q8_K(xr, static_cast<BlockQ8_K*>(xq), k);

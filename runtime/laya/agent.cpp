@@ -43,9 +43,7 @@ Result<std::unique_ptr<Agent>> Agent::create(ir::Graph graph, ModelTokenizer tok
   const ir::DecisionConfig& dc = graph.meta.decision;
   a->settings_.max_len = dc.max_len > 0 ? dc.max_len : 512;
   a->settings_.head_max_len = dc.head_max_len > 0 ? dc.head_max_len : 192;
-  for (int i = 0; i < 3; ++i) a->settings_.temperatures.temperature[i] = dc.temperature[i];
-  for (const auto& [k, v] : dc.temperature_by_options)
-    a->settings_.temperatures.by_options.emplace_back(k, v);
+  a->settings_.temperatures = model_temperatures(graph.meta);
 
   const ir::Graph& g = graph;
   a->in_ids_ = find_io(g, g.inputs, "ids");

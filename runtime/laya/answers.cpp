@@ -104,6 +104,14 @@ float Temperatures::get(QType t, int k) const {
   return static_cast<float>(clamp_temperature(v));
 }
 
+Temperatures model_temperatures(const ir::Metadata& meta) {
+  Temperatures t;
+  if (!meta.decision.present) return t;
+  for (int i = 0; i < 3; ++i) t.temperature[i] = meta.decision.temperature[i];
+  for (const auto& [k, v] : meta.decision.temperature_by_options) t.by_options.emplace_back(k, v);
+  return t;
+}
+
 Value decode_answers(const std::vector<Question>& questions, const std::vector<Row>& rows,
                      const float* logits, int K, const float* act_logits,
                      const Temperatures& temps) {

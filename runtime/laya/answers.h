@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/graph.h"
 #include "runtime/json.h"
 #include "runtime/laya/request.h"
 #include "runtime/laya/sequence.h"
@@ -40,6 +41,12 @@ struct Temperatures {
   // The temperature applied to a row of `k` options, clamped.
   float get(QType t, int k) const;
 };
+
+// The calibration a model file stores (ir::Metadata::decision), as stored: a Laya checkpoint's
+// (rl_agent_config.json, frontends/laya.cpp) or a decoder's (laya-convert model.gguf
+// --decision-config, frontends/gguf_import.h). 1.0 each when the model has no decision config (a
+// GGUF file run directly, a model written before decoders stored one).
+Temperatures model_temperatures(const ir::Metadata& meta);
 
 // temp_bucket: "choice:2", "score:3-5", "noul:6-10", "choice:11+", ...
 std::string temp_bucket(QType t, int k);

@@ -94,8 +94,18 @@ struct Recompute {
   }
 };
 
-// The cached graph with one session (prefill chunk and decode buckets), a cache of `cells` cells
-// for `seqs` sequences and a runner.
+// The cached graph of `f` built for `chunk` and `cells`.
+inline ir::Graph cached_graph(std::shared_ptr<const File> f, int64_t chunk, int64_t cells) {
+  frontends::gguf::CachedDecoderGraphOptions o;
+  o.max_seq = chunk;
+  o.max_cells = cells;
+  Result<ir::Graph> g = frontends::gguf::build_cached_decoder_graph(std::move(f), o);
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+// A KV-cached decoder graph with one session (prefill chunk and decode buckets), a cache of
+// `cells` cells for `seqs` sequences and a runner.
 struct Cached {
   ir::Graph graph;
   std::unique_ptr<runtime::Session> session;
@@ -104,14 +114,14 @@ struct Cached {
   std::unique_ptr<runtime::KvCache> cache;
   std::unique_ptr<runtime::DecoderRunner> runner;
 
+  // The graph of `f` built for exactly `chunk` and `cells`.
   Cached(std::shared_ptr<const File> f, const std::string& kernels, int threads, int64_t chunk,
-         int64_t cells, int32_t seqs = 2) {
-    frontends::gguf::CachedDecoderGraphOptions o;
-    o.max_seq = chunk;
-    o.max_cells = cells;
-    Result<ir::Graph> g = frontends::gguf::build_cached_decoder_graph(f, o);
-    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
-    graph = std::move(g).value();
+         int64_t cells, int32_t seqs = 2)
+      : Cached(cached_graph(std::move(f), chunk, cells), kernels, threads, chunk, cells, seqs) {}
+  // Any cached decoder graph (e.g. a loaded .laya) whose bounds admit `chunk` and `cells`.
+  Cached(ir::Graph g, const std::string& kernels, int threads, int64_t chunk, int64_t cells,
+         int32_t seqs = 2)
+      : graph(std::move(g)) {
     auto so = runtime::decoder_session_options(cpu_options(kernels, threads), graph, chunk, cells);
     REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
     auto s = runtime::Session::prepare(graph, *so);

@@ -233,7 +233,8 @@ TEST_CASE(
       {0, ir::DType::kF32, 4},     {1, ir::DType::kF16, 4},     {30, ir::DType::kBF16, 4},
       {8, ir::DType::kQ8_0, 32},   {2, ir::DType::kQ4_0, 32},   {3, ir::DType::kQ4_1, 32},
       {12, ir::DType::kQ4_K, 256}, {13, ir::DType::kQ5_K, 256}, {14, ir::DType::kQ6_K, 256},
-      {24, ir::DType::kI8, 4},     {26, ir::DType::kI32, 4}};
+      {24, ir::DType::kI8, 4},     {26, ir::DType::kI32, 4},    {6, ir::DType::kQ5_0, 32},
+      {7, ir::DType::kQ5_1, 32}};
   for (const Case& c : ok) {
     CAPTURE(c.type);
     Writer w;
@@ -250,9 +251,9 @@ TEST_CASE(
     const char* name;
   };
   for (const Bad& b :
-       {Bad{6, "q5_0"}, Bad{7, "q5_1"}, Bad{9, "q8_1"}, Bad{10, "q2_K"}, Bad{11, "q3_K"},
-        Bad{15, "q8_K"}, Bad{16, "iq2_xxs"}, Bad{23, "iq4_xs"}, Bad{25, "i16"}, Bad{28, "f64"},
-        Bad{39, "mxfp4"}, Bad{4, "type 4"}, Bad{1000, "type 1000"}}) {
+       {Bad{20, "iq4_nl"}, Bad{9, "q8_1"}, Bad{10, "q2_K"}, Bad{11, "q3_K"}, Bad{15, "q8_K"},
+        Bad{16, "iq2_xxs"}, Bad{23, "iq4_xs"}, Bad{25, "i16"}, Bad{28, "f64"}, Bad{39, "mxfp4"},
+        Bad{4, "type 4"}, Bad{1000, "type 1000"}}) {
     Writer w;
     w.tensor("blk.3.ffn_up.weight", {256, 2}, b.type, std::vector<uint8_t>(4096, 0));
     const Status st = parse(w.bytes()).status();

@@ -110,6 +110,18 @@ ValueId matrix(ir::GraphBuilder& b, DType dtype, int64_t n, int64_t k, bool per_
       q.kind = ir::QuantKind::kBlock;
       return b.weight("w", dtype, s, blk.data(), blk.size() * sizeof blk[0], q);
     }
+    case DType::kQ5_0: {
+      std::vector<kernels::BlockQ5_0> blk(w.size() / 32);
+      kernels::quantize_row_q5_0(w.data(), blk.data(), static_cast<int64_t>(w.size()));
+      q.kind = ir::QuantKind::kBlock;
+      return b.weight("w", dtype, s, blk.data(), blk.size() * sizeof blk[0], q);
+    }
+    case DType::kQ5_1: {
+      std::vector<kernels::BlockQ5_1> blk(w.size() / 32);
+      kernels::quantize_row_q5_1(w.data(), blk.data(), static_cast<int64_t>(w.size()));
+      q.kind = ir::QuantKind::kBlock;
+      return b.weight("w", dtype, s, blk.data(), blk.size() * sizeof blk[0], q);
+    }
     default:
       FAIL("no matrix of this dtype");
   }
@@ -122,7 +134,8 @@ std::vector<Case> cases() {
   const std::pair<const char*, DType> wtypes[] = {
       {"f32", DType::kF32},   {"f16", DType::kF16},      {"bf16", DType::kBF16},
       {"i8_row", DType::kI8}, {"i8_tensor", DType::kI8}, {"q8_0", DType::kQ8_0},
-      {"q4_0", DType::kQ4_0}, {"q4_1", DType::kQ4_1}};
+      {"q4_0", DType::kQ4_0}, {"q4_1", DType::kQ4_1},    {"q5_0", DType::kQ5_0},
+      {"q5_1", DType::kQ5_1}};
   for (const auto& [tname, dtype] : wtypes)
     for (int64_t m : {1, 13})
       for (bool bias : {false, true}) {

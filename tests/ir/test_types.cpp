@@ -215,6 +215,8 @@ TEST_CASE("dtype table: names, kinds, bytes for every dtype") {
       {DType::kQ4_K, "q4_K", DTypeKind::kBlock, 0},  // K-quants: 256-element super-blocks
       {DType::kQ5_K, "q5_K", DTypeKind::kBlock, 0},
       {DType::kQ6_K, "q6_K", DTypeKind::kBlock, 0},
+      {DType::kQ5_0, "q5_0", DTypeKind::kBlock, 44},
+      {DType::kQ5_1, "q5_1", DTypeKind::kBlock, 48},
   };
   // A new dtype must be added here (and to every switch over dtypes).
   REQUIRE(sizeof want / sizeof want[0] == static_cast<size_t>(DType::kCount));

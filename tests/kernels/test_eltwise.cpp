@@ -141,7 +141,8 @@ TEST_CASE("embedding: every weight type, exact") {
   const int64_t vocab = 37;
   for (int ti = 0; ti < kWTypeCount; ++ti) {
     const WType type = static_cast<WType>(ti);
-    const bool block = type == WType::kQ8_0 || type == WType::kQ4_0 || type == WType::kQ4_1;
+    const bool block = type == WType::kQ8_0 || type == WType::kQ4_0 || type == WType::kQ4_1 ||
+                       type == WType::kQ5_0 || type == WType::kQ5_1;
     const bool kquant = type == WType::kQ4_K || type == WType::kQ5_K || type == WType::kQ6_K;
     for (int64_t dim : {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{32}, int64_t{100},
                         int64_t{160}, int64_t{256}, int64_t{768}}) {
@@ -190,11 +191,15 @@ TEST_CASE("embedding: every weight type, exact") {
           break;
         case WType::kQ4_K:  // random bytes: every scale / min / quant pattern
         case WType::kQ5_K:
-        case WType::kQ6_K: {
+        case WType::kQ6_K:
+        case WType::kQ5_0:
+        case WType::kQ5_1: {
           const size_t bytes = type == WType::kQ4_K   ? sizeof(BlockQ4_K)
                                : type == WType::kQ5_K ? sizeof(BlockQ5_K)
-                                                      : sizeof(BlockQ6_K);
-          table.resize(src.size() / kQK_K * bytes);
+                               : type == WType::kQ6_K ? sizeof(BlockQ6_K)
+                               : type == WType::kQ5_0 ? sizeof(BlockQ5_0)
+                                                      : sizeof(BlockQ5_1);
+          table.resize(src.size() / (kquant ? kQK_K : kQK) * bytes);
           for (uint8_t& v : table) v = static_cast<uint8_t>(bits(rng));
           break;
         }

@@ -1,11 +1,12 @@
-// Integer / GGUF-block matmuls (i8, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K) on every compiled Highway
+// Integer / GGUF-block matmuls (i8, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K) on every
+// compiled Highway
 // target (and, on AVX3, both the VNNI and the pmaddubsw path) against the scalar reference.
 //
 // Tolerances (the integer dots are exact on both sides; only f32 rounding differs):
 //  - i8: y = (f32(dot) * x_scale) * w_scale (+ bias), the same operations as the reference, which
 //    may differ only by an FMA contraction of the bias add: |y - ref| <= 1e-6 * (|v| + |bias|),
 //    v = the product without bias.
-//  - block types: y = sum over blocks of t_b = (d_w * d_x) * isum_b (q4_1: + m_w * s_x, a second
+//  - block types: y = sum over blocks of t_b = (d_w * d_x) * isum_b (q4_1 / q5_1: + m_w * s_x, a
 //    term per block), summed in block order by both; the kernel fuses the last multiply and add
 //    (FMA), the reference may or may not. Each side's sum is within n_terms * u * S of the exact
 //    one (u = 2^-24, S = sum |t_b| computed below from the same quantized data), each term within
@@ -127,6 +128,16 @@ Weights make_weights(WType type, const std::vector<float>& w, int64_t n, int64_t
     for (int64_t j = 0; j < n; ++j)
       quantize_row_q4_0(w.data() + j * k, reinterpret_cast<BlockQ4_0*>(out.bytes.data()) + j * nb,
                         k);
+  } else if (type == WType::kQ5_0) {
+    out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ5_0));
+    for (int64_t j = 0; j < n; ++j)
+      quantize_row_q5_0(w.data() + j * k, reinterpret_cast<BlockQ5_0*>(out.bytes.data()) + j * nb,
+                        k);
+  } else if (type == WType::kQ5_1) {
+    out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ5_1));
+    for (int64_t j = 0; j < n; ++j)
+      quantize_row_q5_1(w.data() + j * k, reinterpret_cast<BlockQ5_1*>(out.bytes.data()) + j * nb,
+                        k);
   } else {
     out.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_1));
     for (int64_t j = 0; j < n; ++j)
@@ -194,16 +205,26 @@ double block_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, i
   if (is_kquant(type)) return kquant_abs_sum(type, wt, x, j, k, n_terms);
   const int64_t nb = k / kQK;
   double s = 0;
-  if (type == WType::kQ4_1) {
+  if (type == WType::kQ4_1 || type == WType::kQ5_1) {
     std::vector<BlockQ8_1> xb(static_cast<size_t>(nb));
     quantize_act_q8_1(x, xb.data(), k);
-    const BlockQ4_1* wb = reinterpret_cast<const BlockQ4_1*>(wt.bytes.data()) + j * nb;
     for (int64_t b = 0; b < nb; ++b) {
       int32_t isum = 0;
-      for (int i = 0; i < kQK / 2; ++i)
-        isum += (wb[b].qs[i] & 15) * xb[b].qs[i] + (wb[b].qs[i] >> 4) * xb[b].qs[i + 16];
-      s += std::fabs(double{f16_to_f32(wb[b].d)} * f16_to_f32(xb[b].d) * isum) +
-           std::fabs(double{f16_to_f32(wb[b].m)} * f16_to_f32(xb[b].s));
+      uint16_t d, m;
+      if (type == WType::kQ4_1) {
+        const BlockQ4_1& w = reinterpret_cast<const BlockQ4_1*>(wt.bytes.data())[j * nb + b];
+        for (int i = 0; i < kQK / 2; ++i)
+          isum += (w.qs[i] & 15) * xb[b].qs[i] + (w.qs[i] >> 4) * xb[b].qs[i + 16];
+        d = w.d;
+        m = w.m;
+      } else {
+        const BlockQ5_1& w = reinterpret_cast<const BlockQ5_1*>(wt.bytes.data())[j * nb + b];
+        for (int i = 0; i < kQK; ++i) isum += q5_value(w.qh, w.qs, i) * xb[b].qs[i];
+        d = w.d;
+        m = w.m;
+      }
+      s += std::fabs(double{f16_to_f32(d)} * f16_to_f32(xb[b].d) * isum) +
+           std::fabs(double{f16_to_f32(m)} * f16_to_f32(xb[b].s));
     }
     *n_terms = static_cast<int>(2 * nb);
     return s;
@@ -216,6 +237,10 @@ double block_abs_sum(WType type, const Weights& wt, const float* x, int64_t j, i
     if (type == WType::kQ8_0) {
       const BlockQ8_0& w = reinterpret_cast<const BlockQ8_0*>(wt.bytes.data())[j * nb + b];
       for (int i = 0; i < kQK; ++i) isum += w.qs[i] * xb[b].qs[i];
+      dw = f16_to_f32(w.d);
+    } else if (type == WType::kQ5_0) {
+      const BlockQ5_0& w = reinterpret_cast<const BlockQ5_0*>(wt.bytes.data())[j * nb + b];
+      for (int i = 0; i < kQK; ++i) isum += (q5_value(w.qh, w.qs, i) - 16) * xb[b].qs[i];
       dw = f16_to_f32(w.d);
     } else {
       const BlockQ4_0& w = reinterpret_cast<const BlockQ4_0*>(wt.bytes.data())[j * nb + b];
@@ -465,7 +490,7 @@ TEST_CASE("int matmul: SIMD activation quantizers produce quant.h's bytes exactl
           const float s_got = hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
           CHECK_MESSAGE(s_got == s_want, name, " i8 k=", k);
           CHECK_MESSAGE(std::memcmp(got.data(), want.data(), k) == 0, name, " i8 k=", k);
-        } else if (type == WType::kQ4_1) {
+        } else if (type == WType::kQ4_1 || type == WType::kQ5_1) {
           std::vector<BlockQ8_1> want(k / kQK), got(k / kQK);
           quantize_act_q8_1(x.data(), want.data(), k);
           hwy_matmul_int::quantize_act(target, type, x.data(), k, got.data());
@@ -595,12 +620,20 @@ TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturat
       } else {
         std::vector<float> w(n * k, 1.0f);
         wt = make_weights(type, w, n, k);
+        const bool q5 = type == WType::kQ5_0 || type == WType::kQ5_1;
         const size_t bsize = type == WType::kQ8_0   ? sizeof(BlockQ8_0)
                              : type == WType::kQ4_0 ? sizeof(BlockQ4_0)
-                                                    : sizeof(BlockQ4_1);
-        const size_t qoff = type == WType::kQ4_1 ? 4 : 2;  // qs after d (and m)
+                             : type == WType::kQ4_1 ? sizeof(BlockQ4_1)
+                             : type == WType::kQ5_0 ? sizeof(BlockQ5_0)
+                                                    : sizeof(BlockQ5_1);
+        // qs after d (and m; q5: after qh, whose bits all set make every element 16 + nibble)
+        const size_t qoff = type == WType::kQ4_1   ? 4
+                            : type == WType::kQ5_0 ? 6
+                            : type == WType::kQ5_1 ? 8
+                                                   : 2;
         for (int64_t b = 0; b < n * k / kQK; ++b) {
           uint8_t* qs = wt.bytes.data() + b * bsize + qoff;
+          if (q5) std::memset(qs - 4, (b % 2) ? 0xff : 0x5a, 4);  // q up to 31
           for (int i = 0; i < (type == WType::kQ8_0 ? kQK : kQK / 2); ++i)
             qs[i] = type == WType::kQ8_0 ? static_cast<uint8_t>((i + b) % 3 ? -128 : 127)
                                          : static_cast<uint8_t>((i + b) % 3 ? 0x0f : 0xf0);

@@ -327,3 +327,189 @@ TEST_CASE("K-quants: reference matmul equals ggml's vec_dot up to f32 summation 
     }
   }
 }
+
+// ---- q5_0 / q5_1 against ggml (tests/fixtures/gguf/q5-ggml.bin, tools/reference/make_q5_fixture.py)
+
+namespace {
+
+struct Q5Fixture {
+  uint32_t n_rows = 0, k = 0, n_x = 0;
+  std::vector<float> w, x;
+  struct PerType {
+    std::vector<uint8_t> blocks, xq;
+    std::vector<float> deq, dot;
+  } types[2];  // q5_0 (q8_0 activations), q5_1 (q8_1 activations)
+};
+
+const size_t kQ5BlockBytes[2] = {sizeof(BlockQ5_0), sizeof(BlockQ5_1)};
+const size_t kQ5ActBytes[2] = {sizeof(BlockQ8_0), sizeof(BlockQ8_1)};
+const std::string kQ5Names[2] = {"q5_0", "q5_1"};
+
+Q5Fixture load_q5_fixture() {
+  const char* dir = std::getenv("LAYA_FIXTURES");
+  REQUIRE_MESSAGE(dir != nullptr, "LAYA_FIXTURES is not set (meson test sets it)");
+  const std::string path = std::string(dir) + "/gguf/q5-ggml.bin";
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  REQUIRE_MESSAGE(f != nullptr, "cannot open ", path);
+  std::vector<uint8_t> bytes;
+  uint8_t buf[65536];
+  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    bytes.insert(bytes.end(), buf, buf + got);
+  std::fclose(f);
+  size_t at = 0;
+  auto take = [&](void* dst, size_t n) {
+    REQUIRE(at + n <= bytes.size());
+    std::memcpy(dst, bytes.data() + at, n);
+    at += n;
+  };
+  Q5Fixture fx;
+  char magic[4];
+  uint32_t version;
+  take(magic, 4);
+  REQUIRE(std::memcmp(magic, "LQ5F", 4) == 0);
+  take(&version, 4);
+  REQUIRE(version == 1);
+  take(&fx.n_rows, 4);
+  take(&fx.k, 4);
+  take(&fx.n_x, 4);
+  fx.w.resize(size_t{fx.n_rows} * fx.k);
+  fx.x.resize(size_t{fx.n_x} * fx.k);
+  take(fx.w.data(), fx.w.size() * 4);
+  take(fx.x.data(), fx.x.size() * 4);
+  for (int t = 0; t < 2; ++t) {
+    Q5Fixture::PerType& p = fx.types[t];
+    p.blocks.resize(size_t{fx.n_rows} * fx.k / kQK * kQ5BlockBytes[t]);
+    p.deq.resize(fx.w.size());
+    p.xq.resize(size_t{fx.n_x} * fx.k / kQK * kQ5ActBytes[t]);
+    p.dot.resize(size_t{fx.n_x} * fx.n_rows);
+    take(p.blocks.data(), p.blocks.size());
+    take(p.deq.data(), p.deq.size() * 4);
+    take(p.xq.data(), p.xq.size());
+    take(p.dot.data(), p.dot.size() * 4);
+  }
+  REQUIRE(at == bytes.size());
+  return fx;
+}
+
+void quantize_q5(int t, const float* x, uint8_t* y, int64_t n) {
+  if (t == 0) quantize_row_q5_0(x, reinterpret_cast<BlockQ5_0*>(y), n);
+  if (t == 1) quantize_row_q5_1(x, reinterpret_cast<BlockQ5_1*>(y), n);
+}
+void dequantize_q5(int t, const uint8_t* x, float* y, int64_t n) {
+  if (t == 0) dequantize_row_q5_0(reinterpret_cast<const BlockQ5_0*>(x), y, n);
+  if (t == 1) dequantize_row_q5_1(reinterpret_cast<const BlockQ5_1*>(x), y, n);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "q5_0 / q5_1: quantizers produce ggml's bytes, dequantization equals ggml's bit for bit") {
+  const Q5Fixture fx = load_q5_fixture();
+  for (int t = 0; t < 2; ++t) {
+    const size_t row_bytes = fx.k / kQK * kQ5BlockBytes[t];
+    for (uint32_t r = 0; r < fx.n_rows; ++r) {
+      std::vector<uint8_t> got(row_bytes);
+      quantize_q5(t, fx.w.data() + size_t{r} * fx.k, got.data(), fx.k);
+      CHECK_MESSAGE(
+          std::memcmp(got.data(), fx.types[t].blocks.data() + r * row_bytes, row_bytes) == 0,
+          kQ5Names[t], " row ", r);
+    }
+    std::vector<float> y(fx.w.size());
+    dequantize_q5(t, fx.types[t].blocks.data(), y.data(), static_cast<int64_t>(y.size()));
+    CHECK_MESSAGE(std::memcmp(y.data(), fx.types[t].deq.data(), y.size() * 4) == 0, kQ5Names[t]);
+  }
+  // Random blocks decode as the layout reads: element i = (nibble i | bit i of qh << 4), q5_0
+  // minus 16, times d (q5_1: plus m).
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int t = 0; t < 2; ++t) {
+    std::vector<uint8_t> blk(kQ5BlockBytes[t]);
+    for (uint8_t& v : blk) v = static_cast<uint8_t>(byte(rng));
+    const uint16_t two = 0x4000, quarter = 0x3400;  // f16 2.0, 0.25
+    std::memcpy(blk.data(), &two, 2);
+    if (t == 1) std::memcpy(blk.data() + 2, &quarter, 2);
+    const uint8_t* qh = blk.data() + (t == 0 ? 2 : 4);
+    const uint8_t* qs = qh + 4;
+    std::vector<float> y(kQK);
+    dequantize_q5(t, blk.data(), y.data(), kQK);
+    for (int i = 0; i < kQK; ++i) {
+      const int nib = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+      const int q = nib | (((qh[i / 8] >> (i % 8)) & 1) << 4);
+      const float want = t == 0 ? 2.0f * static_cast<float>(q - 16) : 2.0f * q + 0.25f;
+      REQUIRE_MESSAGE(y[i] == want, kQ5Names[t], " element ", i);
+    }
+  }
+}
+
+TEST_CASE("q5_0 / q5_1: round trip within the format's resolution") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const int64_t n = 64 * kQK;
+  std::vector<float> x(n), y(n);
+  for (float& v : x) v = dist(rng);
+  for (int t = 0; t < 2; ++t) {
+    std::vector<uint8_t> q(n / kQK * kQ5BlockBytes[t]);
+    quantize_q5(t, x.data(), q.data(), n);
+    dequantize_q5(t, q.data(), y.data(), n);
+    double err = 0, ref = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      err += (double{x[i]} - y[i]) * (double{x[i]} - y[i]);
+      ref += double{x[i]} * x[i];
+    }
+    INFO(kQ5Names[t], " NMSE ", err / ref);
+    // 5 bits over the block's range: ~1.5e-3 (q5_0), ~1e-3 (q5_1); 4 bits would be ~4x more.
+    CHECK(err / ref < 3e-3);
+    CHECK(err / ref > 2e-4);
+  }
+}
+
+TEST_CASE("q5_0 / q5_1: reference matmul equals ggml's vec_dot up to f32 summation order") {
+  // Our activation blocks are ggml's (the same q8_0 / q8_1 bytes, checked first), so both sides
+  // sum the same per-block terms (d_w d_x) isum (+ m_w s_x) with exact int32 isum in different
+  // f32 orders: |ours - ggml| <= 2 * n_terms * 2^-24 * S, S the sum of the terms' magnitudes.
+  const Q5Fixture fx = load_q5_fixture();
+  const WType wt[2] = {WType::kQ5_0, WType::kQ5_1};
+  const int64_t n = fx.n_rows, k = fx.k, m = fx.n_x, nb = k / kQK;
+  for (int t = 0; t < 2; ++t) {
+    std::vector<uint8_t> xq(fx.types[t].xq.size());
+    if (t == 0)
+      quantize_act_q8_0(fx.x.data(), reinterpret_cast<BlockQ8_0*>(xq.data()), m * k);
+    else
+      quantize_act_q8_1(fx.x.data(), reinterpret_cast<BlockQ8_1*>(xq.data()), m * k);
+    REQUIRE_MESSAGE(std::memcmp(xq.data(), fx.types[t].xq.data(), xq.size()) == 0, kQ5Names[t],
+                    " activations differ from ggml's");
+    const MatmulKernel kern = ref::matmul_kernel(wt[t]);
+    std::vector<uint8_t> packed(kern.packed_bytes(n, k));
+    kern.pack(fx.types[t].blocks.data(), nullptr, n, k, packed.data());
+    std::vector<uint8_t> scratch(kern.scratch_bytes(m, n, k, 1));
+    std::vector<float> y(static_cast<size_t>(m * n));
+    kern.run(packed.data(), fx.x.data(), k, y.data(), n, nullptr, m, n, k, scratch.data(), nullptr);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < n; ++r) {
+        double s = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+          const uint8_t* wb = fx.types[t].blocks.data() + (r * nb + b) * kQ5BlockBytes[t];
+          const uint8_t* xb = xq.data() + (i * nb + b) * kQ5ActBytes[t];
+          uint16_t dw, dx;
+          std::memcpy(&dw, wb, 2);
+          std::memcpy(&dx, xb, 2);
+          const int8_t* xqs = reinterpret_cast<const int8_t*>(xb + (t == 0 ? 2 : 4));
+          const uint8_t* qh = wb + (t == 0 ? 2 : 4);
+          int64_t isum = 0;
+          for (int e = 0; e < kQK; ++e)
+            isum += int64_t{q5_value(qh, qh + 4, e) - (t == 0 ? 16 : 0)} * xqs[e];
+          s += std::fabs(double{f16_to_f32(dw)} * f16_to_f32(dx) * static_cast<double>(isum));
+          if (t == 1) {
+            uint16_t mw, sx;
+            std::memcpy(&mw, wb + 2, 2);
+            std::memcpy(&sx, xb + 2, 2);
+            s += std::fabs(double{f16_to_f32(mw)} * f16_to_f32(sx));
+          }
+        }
+        const double tol = 2.0 * 2 * nb * std::ldexp(1.0, -24) * s + 1e-30;
+        const float got = y[i * n + r], want = fx.types[t].dot[i * n + r];
+        CHECK_MESSAGE(std::fabs(double{got} - want) <= tol, kQ5Names[t], " x ", i, " row ", r, ": ",
+                      got, " vs ggml ", want);
+      }
+  }
+}

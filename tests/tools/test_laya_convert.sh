@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # laya-convert as a user meets it: help, exit code 2 on bad arguments, 1 on bad input with nothing
 # left behind, a converted model laya-run can inspect, the output replaced atomically.
-# usage: test_laya_convert.sh LAYA_CONVERT LAYA_RUN FIXTURE_CHECKPOINT_DIR
+# A GGUF decoder (TINY_GGUF) converts with its vocabulary, chat template and decision config, and
+# laya-run generate / score give the same output on the .laya as on the GGUF.
+# usage: test_laya_convert.sh LAYA_CONVERT LAYA_RUN FIXTURE_CHECKPOINT_DIR [TINY_GGUF]
 set -u
-conv=$1 run=$2 src=$3
+conv=$1 run=$2 src=$3 gguf=${4:-}
+here=$(dirname "$0")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -68,6 +71,94 @@ expect 0 "wrote" -- "$src" -o "$tmp/r.laya" --dtype bf16 --no-hash
 if ! "$run" inspect "$tmp/r.laya" >/dev/null 2>&1; then
   echo "FAIL: the replaced output does not load"
   fails=$((fails + 1))
+fi
+
+# A GGUF decoder (the tiny random llama of the fixtures): the .laya carries the vocabulary, the
+# chat template and the decision temperatures; laya-run answers on it exactly as on the GGUF.
+if [[ -n "$gguf" ]]; then
+  expect 2 "--dtype does not apply to a GGUF file" -- "$gguf" -o "$tmp/g.laya" --dtype f16
+  expect 2 "--decision-config applies to a GGUF file only" -- "$src" -o "$tmp/g.laya" --decision-config x.json
+  expect 2 "--max-chunk must be an integer in \[1, " -- "$gguf" -o "$tmp/g.laya" --max-chunk 0
+  nothing_left "$tmp/g.laya"
+  # Bad input: exit 1, the problem named, no output.
+  head -c 3000 "$gguf" >"$tmp/trunc.gguf"
+  expect 1 "kFileTruncated: .*trunc.gguf: GGUF: " -- "$tmp/trunc.gguf" -o "$tmp/g.laya"
+  nothing_left "$tmp/g.laya"
+  printf 'GGUF\x01\x00\x00\x00' >"$tmp/v1.gguf"
+  expect 1 "kFileUnsupportedVersion: .*v1.gguf: GGUF v1 is not supported" -- "$tmp/v1.gguf" -o "$tmp/g.laya"
+  nothing_left "$tmp/g.laya"
+  # A tensor type the kernels lack (output_norm.weight's type set to iq4_nl, 20): named.
+  python3 - "$gguf" "$tmp/iq4.gguf" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+name = b"output_norm.weight"
+at = b.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+(n_dims,) = struct.unpack_from("<I", b, at)
+struct.pack_into("<I", b, at + 4 + 8 * n_dims, 20)
+open(sys.argv[2], "wb").write(b)
+PY
+  expect 1 "kUnsupported: .*tensor 'output_norm.weight' has type iq4_nl" -- "$tmp/iq4.gguf" -o "$tmp/g.laya"
+  nothing_left "$tmp/g.laya"
+  # An architecture the decoder graph does not implement.
+  python3 "$here/gguf_set_keys.py" "$gguf" "$tmp/arch.gguf" general.architecture=s:gpt2 \
+    gpt2.context_length=u32:256 gpt2.embedding_length=u32:64 gpt2.block_count=u32:2 \
+    gpt2.attention.head_count=u32:4 gpt2.attention.layer_norm_rms_epsilon=u32:0
+  expect 1 "kUnsupported.*gpt2" -- "$tmp/arch.gguf" -o "$tmp/g.laya"
+  nothing_left "$tmp/g.laya"
+  printf '{"temperature": [0.5, 1]}' >"$tmp/bad-dc.json"
+  expect 1 "bad-dc.json: \"temperature\" must be a list of 3" -- "$gguf" -o "$tmp/g.laya" --decision-config "$tmp/bad-dc.json"
+  nothing_left "$tmp/g.laya"
+
+  # A copy with a ChatML template (tests/tools/gguf_set_keys.py), converted with temperatures.
+  tmpl="{% for m in messages %}{{'<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+  python3 "$here/gguf_set_keys.py" "$gguf" "$tmp/chat.gguf" "tokenizer.chat_template=s:$tmpl"
+  printf '{"temperature": [0.75, 1.5, 2], "temperature_by_options": {"choice:3-5": 0.625}}' >"$tmp/dc.json"
+  expect 0 "wrote $tmp/g.laya: llama, 80960 parameters, weights .* \(f32 " -- "$tmp/chat.gguf" -o "$tmp/g.laya" --decision-config "$tmp/dc.json" --max-chunk 64
+  nothing_left "$tmp/g.laya.tmp"
+  out=$("$run" inspect "$tmp/g.laya" 2>&1)
+  sha=$(sha256sum "$tmp/chat.gguf" | cut -d' ' -f1)
+  for want in "tokenizer: gguf" "source file chat.gguf sha256 $sha" "laya-convert" \
+      "temperature [0.75, 1.5, 2], choice:3-5 0.625" "chat template: ${#tmpl} bytes" \
+      "seq in [1, 64] cells in [1, 256]"; do
+    if ! grep -qF -- "$want" <<<"$out"; then
+      echo "FAIL: laya-run inspect g.laya lacks '$want'"
+      fails=$((fails + 1))
+    fi
+  done
+  # generate --prompt / --chat / score: the same output from the .laya as from the GGUF (the
+  # timings aside); score prints every logit as Python's repr, so equal text is equal bits.
+  same() {
+    local what=$1 a b
+    shift
+    a=$("$run" "$@" --model "$tmp/chat.gguf" 2>&1 | sed 's/"timings".*//')
+    b=$("$run" "$@" --model "$tmp/g.laya" 2>&1 | sed 's/"timings".*//')
+    if [[ -n "$a" && "$a" == "$b" && "$a" != *rror* ]]; then
+      echo "ok:   $what: the same on the GGUF and the .laya"
+    else
+      echo "FAIL: $what differs: GGUF '$a' / .laya '$b'"
+      fails=$((fails + 1))
+    fi
+  }
+  printf '{"ids": [297, 104, 105, 32, 119, 111, 114, 108, 100, 298, 10, 5, 6, 7]}' >"$tmp/ids.json"
+  same "generate --prompt" generate --prompt "hello world" --max-tokens 12 --json
+  same "generate --chat" generate --chat "hi there" --max-tokens 12 --json
+  same "generate sampled" generate --prompt "ab" --max-tokens 12 --temperature 0.8 --seed 3 --json
+  same "score" score --ids-file "$tmp/ids.json" --top 5
+  same "score --kernels ref" score --ids-file "$tmp/ids.json" --top 3 --kernels ref
+fi
+# The real SmolLM2 Q4_1 (LAYA_SMOLLM2_GGUF): Q4_1 and Q8_0 weights kept, the same greedy reply.
+smol=${LAYA_SMOLLM2_GGUF:-}
+if [[ -n "$smol" && -f "$smol" ]]; then
+  expect 0 "wrote $tmp/smol.laya: llama, 134515008 parameters, .*q8_0 28.7 MiB, q4_1 63.3 MiB" -- "$smol" -o "$tmp/smol.laya"
+  a=$("$run" generate --model "$smol" --chat "Name three colours." --max-tokens 24 --json | sed 's/"timings".*//')
+  b=$("$run" generate --model "$tmp/smol.laya" --chat "Name three colours." --max-tokens 24 --json | sed 's/"timings".*//')
+  if [[ "$a" == '{"prompt_ids": ['* && "$a" == "$b" ]]; then
+    echo "ok:   SmolLM2: generate --chat gives the same ids on the GGUF and the .laya"
+  else
+    echo "FAIL: SmolLM2 generate --chat: GGUF '$a' / .laya '$b'"; fails=$((fails + 1))
+  fi
+else
+  echo "skip: SmolLM2 conversion (LAYA_SMOLLM2_GGUF is not set)"
 fi
 
 if [[ $fails -ne 0 ]]; then

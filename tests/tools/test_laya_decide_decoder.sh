@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # laya-run decide on a decoder (runtime/decoder_decide.h) from the command line: result shapes,
 # exit codes, messages, nothing on stdout on an error.
-# usage: test_laya_decide_decoder.sh LAYA_RUN TINY_CHAT_GGUF TINY_GGUF SOURCE_ROOT
+# usage: test_laya_decide_decoder.sh LAYA_RUN TINY_CHAT_GGUF TINY_GGUF SOURCE_ROOT LAYA_CONVERT
 # TINY_CHAT_GGUF: the tiny random llama with a ChatML template and a 4096-token context;
 # TINY_GGUF: the same without a template.
 set -u
-run=$1 gguf=$2 plain=$3 root=$4
+run=$1 gguf=$2 plain=$3 root=$4 conv=$5
 fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -72,6 +72,22 @@ python3 -c 'import json; print(json.dumps({"state": "s", "questions": {"q": {"ty
 expect 1 '' 'request refused \(HTTP 422\): .*at most 26' -- decide --model "$gguf" --request "$tmp/many.json"
 expect 1 '' 'no chat template' -- decide --model "$plain" --request "$ex/decoder-questions.json"
 expect 2 '' '--explain is for encoder models' -- decide --model "$gguf" --request "$ex/decoder-questions.json" --explain
+
+# The .laya laya-convert makes of the GGUF answers the same (its embedded vocabulary and chat
+# template), and its stored temperatures are the ones applied.
+"$conv" "$gguf" -o "$tmp/chat.laya" >/dev/null 2>&1 || { echo "FAIL: laya-convert $gguf"; fails=$((fails + 1)); }
+for req in decoder-questions industrial-alarm; do
+  a=$("$run" decide --model "$gguf" --request "$ex/$req.json" 2>&1 | sed 's/"timings": .*//')
+  b=$("$run" decide --model "$tmp/chat.laya" --request "$ex/$req.json" 2>&1 | sed 's/"timings": .*//')
+  if [[ -n "$a" && "$a" == "$b" ]]; then echo "ok:   decide on the .laya = on the GGUF ($req)"
+  else echo "FAIL: decide on the .laya differs from the GGUF ($req)"; echo "    $a" | head -c 400; echo; echo "    $b" | head -c 400; echo; fails=$((fails + 1)); fi
+done
+echo '{"temperature": [4.0, 4.0, 4.0]}' >"$tmp/temps.json"
+"$conv" "$gguf" -o "$tmp/hot.laya" --decision-config "$tmp/temps.json" >/dev/null 2>&1 || { echo "FAIL: laya-convert --decision-config"; fails=$((fails + 1)); }
+c1=$("$run" decide --model "$tmp/chat.laya" --request "$ex/decoder-questions.json" | python3 -c 'import json,sys; a=json.load(sys.stdin)["answers"]["heating"]["probabilities"]; print(max(a.values()))')
+c4=$("$run" decide --model "$tmp/hot.laya" --request "$ex/decoder-questions.json" | python3 -c 'import json,sys; a=json.load(sys.stdin)["answers"]["heating"]["probabilities"]; print(max(a.values()))')
+if python3 -c "import sys; sys.exit(not (float('$c4') < float('$c1')))" 2>/dev/null; then echo "ok:   a stored temperature of 4 flattens the options ($c1 -> $c4)"
+else echo "FAIL: stored temperatures not applied ($c1 -> $c4)"; fails=$((fails + 1)); fi
 
 echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
 exit $((fails > 0))

@@ -274,7 +274,8 @@ fi
 printf '{"ids": [5, 6, 7, 8, 9]}' >"$tmp/ids.json"
 printf '{"ids": [5, -1]}' >"$tmp/bad_ids.json"
 expect 2 "score needs --ids-file" -- score --model "$dec"
-expect 2 "--top must be an integer in \[1, 1000\], got '0'" -- score --model "$dec" --ids-file "$tmp/ids.json" --top 0
+expect 2 "--top must be an integer in \[1, 1000000\], got '0'" -- score --model "$dec" --ids-file "$tmp/ids.json" --top 0
+expect 2 "--top above 1000 needs --last" -- score --model "$dec" --ids-file "$tmp/ids.json" --top 1001
 expect 1 "ids must be integers in \[0, 2147483647\], got -1" -- score --model "$dec" --ids-file "$tmp/bad_ids.json"
 expect 1 "kIoError" -- score --model "$dec" --ids-file "$tmp/missing.json"
 s3=$("$run" score --model "$dec" --ids-file "$tmp/ids.json" --top 3)
@@ -285,6 +286,19 @@ if [[ "$s3" =~ ^\{\"positions\":\ \[(\{\"top_ids\":\ \[[0-9]+,\ [0-9]+,\ [0-9]+\
   echo "ok:   score: 5 positions of top 3; chunks of 1 agree; the last top-1 is generate's first token"
 else
   echo "FAIL: score: '$s3' / '$s1' (first generated: $first)"; fails=$((fails + 1))
+fi
+# --last: the last position only, the same as the full output's last; --top beyond 1000 with it.
+sl=$("$run" score --model "$dec" --ids-file "$tmp/ids.json" --top 3 --last)
+"$run" score --model "$dec" --ids-file "$tmp/ids.json" --top 100000 --last >"$tmp/all.json"
+if python3 -c '
+import json, sys
+last, full = (json.loads(a)["positions"] for a in sys.argv[1:3])
+everything = json.load(open(sys.argv[3]))["positions"]
+assert last == full[-1:] and len(everything) == 1 and len(everything[0]["top_ids"]) == 8192
+assert everything[0]["top_ids"][:3] == full[-1]["top_ids"]' "$sl" "$s3" "$tmp/all.json"; then
+  echo "ok:   score --last: the last position only; --top 100000 --last prints all 8192 logits"
+else
+  echo "FAIL: score --last: '$sl' vs '$s3'"; fails=$((fails + 1))
 fi
 # A GGUF (tiny random llama, fixtures): --prompt tokenized by its vocabulary, text decoded.
 if [[ -n "${5:-}" ]]; then

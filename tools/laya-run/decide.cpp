@@ -68,13 +68,15 @@ constexpr const char* kDecideUsage =
     "decide's details for `schema`. Body fields: state | states, questions | schema,\n"
     "min_confidence, max_len, head_max_len, batch_size, shortlist.\n"
     "\n"
-    "On a decoder LM (.gguf: llama / qwen2 with a ChatML or Llama-3 chat template; see\n"
+    "On a decoder LM (.gguf: llama / qwen2 with a ChatML or Llama-3 chat template, or the .laya\n"
+    "laya-convert makes of one; see\n"
     "docs/generation.md): with `questions`, the same result shape (no `action`: no act head),\n"
     "options read as the label tokens A, B, ... after one shared prompt; with `schema`,\n"
     "{decision, fields, fallback, usage, timings}: the decision is generated under the schema's\n"
     "grammar (it cannot be invalid), every enum / boolean value scored option by option. Body\n"
     "fields: state | states, questions | schema, min_confidence, system, and for a schema\n"
-    "fallback, max_tokens (default 256), deadline_ms. Temperatures are 1 (uncalibrated).\n"
+    "fallback, max_tokens (default 256), deadline_ms. Temperatures: a .laya's decision config\n"
+    "(laya-convert --decision-config), else 1 (uncalibrated).\n"
     "\n"
     "  --explain          print {rows: [{question, input_ids, marker_positions, truncated}],\n"
     "                     usage} instead: the rows the network would read (no forward pass,\n"
@@ -144,16 +146,14 @@ int decide_on_decoder(const std::string& model, const std::string& body,
     return refuse(Status(StatusCode::kUnsupported,
                          model + " carries no tokenizer this build reads (a decoder decision "
                                  "renders and tokenizes its prompt)"));
-  std::string_view jinja = d.graph.meta.chat_template, bos_text;
-  Result<frontends::gguf::TokenizerData> td = Status(StatusCode::kNotFound, "");
-  if (d.is_gguf()) {
-    td = frontends::gguf::tokenizer_data(*d.gguf);
-    if (!td.is_ok()) return refuse(td.status());
-    jinja = td->chat_template;
-    if (td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size())
-      bos_text = td->tokens[static_cast<size_t>(td->bos_id)];
-  }
-  Result<ChatTemplate> chat = ChatTemplate::recognize(jinja, bos_text);
+  // The vocabulary's BOS text (a template may render it) and the chat template: the GGUF's, or
+  // what laya-convert embedded in the .laya.
+  std::string_view bos_text;
+  Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.vocab);
+  if (!td.is_ok()) return refuse(td.status());
+  if (td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size())
+    bos_text = td->tokens[static_cast<size_t>(td->bos_id)];
+  Result<ChatTemplate> chat = ChatTemplate::recognize(d.chat_template, bos_text);
   if (!chat.is_ok()) return refuse(chat.status());
   runtime::DecoderText text;
   text.tokenizer = d.tokenizer.get();
@@ -180,13 +180,9 @@ int decide_on_decoder(const std::string& model, const std::string& body,
   Result<std::unique_ptr<runtime::PrefixCache>> pc =
       runtime::PrefixCache::create(*d.cache, d.layout, po);
   if (!pc.is_ok()) return refuse(pc.status());
-  // Calibrated temperatures from a .laya decoder's decision config; 1 (uncalibrated) otherwise.
-  decision::Temperatures temps;
-  const ir::DecisionConfig& dc = d.graph.meta.decision;
-  if (!d.is_gguf() && dc.present) {
-    for (int i = 0; i < 3; ++i) temps.temperature[i] = dc.temperature[i];
-    for (const auto& [k, v] : dc.temperature_by_options) temps.by_options.emplace_back(k, v);
-  }
+  // Calibrated temperatures from a .laya decoder's decision config (laya-convert
+  // --decision-config); 1 (uncalibrated) for a GGUF.
+  decision::Temperatures temps = decision::model_temperatures(d.graph.meta);
   Result<std::unique_ptr<runtime::DecoderDecider>> decider = runtime::DecoderDecider::create(
       *d.runner, *d.cache, pc->get(), std::move(text), std::move(temps));
   if (!decider.is_ok()) return refuse(decider.status());

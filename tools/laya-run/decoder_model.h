@@ -1,5 +1,6 @@
 // laya-run's decoder models (generate, score, decide): a GGUF file (its graph built as it is
-// read, its tokenizer) or a .laya decoder graph, prepared for one runner over a KV cache.
+// read, its tokenizer) or a .laya decoder graph (with the vocabulary and chat template laya-convert
+// embedded), prepared for one runner over a KV cache.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "frontends/gguf.h"
 #include "frontends/gguf_decoder.h"
+#include "frontends/gguf_import.h"
 #include "frontends/gguf_tokenizer.h"
 #include "ir/model_file.h"
 #include "runtime/decoder.h"
@@ -19,13 +21,16 @@
 
 namespace laya::tools {
 
-// A decoder opened for the runner: the GGUF file and its tokenizer, or a .laya graph.
+// A decoder opened for the runner: the GGUF file and its tokenizer, or a .laya graph with the GGUF
+// vocabulary and chat template laya-convert embedded (frontends/gguf_import.h).
 struct Decoder {
   using Clock = std::chrono::steady_clock;
 
   std::string path;
-  std::shared_ptr<const frontends::gguf::File> gguf;  // null for .laya
-  std::unique_ptr<tok::Tokenizer> tokenizer;          // null when the model has none
+  std::shared_ptr<const frontends::gguf::File> gguf;   // null for .laya
+  std::shared_ptr<const frontends::gguf::File> vocab;  // tokenizer.ggml.* (null: none)
+  std::unique_ptr<tok::Tokenizer> tokenizer;           // null when the model has none
+  std::string chat_template;                           // "" when the model has none
   int32_t eos = -1;
   ir::Graph graph;  // .laya: loaded by open; GGUF: built by start
   std::unique_ptr<runtime::Session> session;
@@ -44,14 +49,22 @@ struct Decoder {
       if (graph.states.empty())
         return Status(StatusCode::kInvalidArgument,
                       p + " is not a decoder over a KV cache (it has no state values)");
-      return Status::ok();
+      if (graph.meta.tokenizer_kind == frontends::gguf::kGgufTokenizerKind) {
+        LAYA_ASSIGN_OR_RETURN(vocab, frontends::gguf::embedded_vocab(graph));
+      }
+      chat_template = graph.meta.chat_template;
+    } else {
+      LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(p));
+      gguf = std::make_shared<const frontends::gguf::File>(std::move(f));
+      vocab = gguf;
+      if (Result<std::string_view> t = gguf->get_string("tokenizer.chat_template"); t.is_ok())
+        chat_template = std::string(*t);
     }
-    LAYA_ASSIGN_OR_RETURN(frontends::gguf::File f, frontends::gguf::File::open(p));
-    gguf = std::make_shared<const frontends::gguf::File>(std::move(f));
-    if (Result<int64_t> e = gguf->get_int("tokenizer.ggml.eos_token_id"); e.is_ok())
+    if (vocab == nullptr) return Status::ok();
+    if (Result<int64_t> e = vocab->get_int("tokenizer.ggml.eos_token_id"); e.is_ok())
       eos = static_cast<int32_t>(*e);
-    if (gguf->find("tokenizer.ggml.model") != nullptr) {
-      LAYA_ASSIGN_OR_RETURN(tokenizer, frontends::gguf::gguf_tokenizer(*gguf));
+    if (vocab->find("tokenizer.ggml.model") != nullptr) {
+      LAYA_ASSIGN_OR_RETURN(tokenizer, frontends::gguf::gguf_tokenizer(*vocab));
     }
     return Status::ok();
   }

@@ -4,7 +4,7 @@
 //   laya-run generate --model M (--prompt TEXT | --chat TEXT | --ids 1,2,3) [--max-tokens N]
 //                     [--temperature T] [--top-k K] [--top-p P] [--seed S] [--json]
 //                     [--prefix-cache [--warm-prompt TEXT | --warm-ids 1,2,3]]
-//   laya-run score --model M --ids-file F.json [--top K]
+//   laya-run score --model M --ids-file F.json [--top K] [--last]
 //
 // Exit codes: 0 success, 1 the model, a file or the runtime failed (message on stderr), 2 bad
 // arguments.
@@ -21,6 +21,7 @@
 
 #include "frontends/gguf.h"
 #include "frontends/gguf_decoder.h"
+#include "frontends/gguf_import.h"
 #include "frontends/gguf_tokenizer.h"
 #include "ir/model_file.h"
 #include "kernels/kernels.h"
@@ -48,15 +49,17 @@ constexpr const char* kGenerateUsage =
     "                         [options]\n"
     "\n"
     "Generation from a decoder over a KV cache: a GGUF file (llama / qwen2, imported as it is\n"
-    "read) or a .laya decoder graph with a KV cache (states). The prompt is prefilled in chunks,\n"
-    "then every new token is one decode step. Greedy unless a sampling option is given. Stops\n"
-    "after --max-tokens, at the GGUF's end-of-sequence id and, with --chat, at the template's\n"
-    "end-of-turn token (<|im_end|>, <|eot_id|>); the stop id is included in ids.\n"
+    "read) or a .laya decoder graph with a KV cache (states; laya-convert MODEL.gguf embeds the\n"
+    "GGUF's vocabulary and chat template, so it answers as the GGUF does). The prompt is\n"
+    "prefilled in chunks, then every new token is one decode step. Greedy unless a sampling\n"
+    "option is given. Stops after --max-tokens, at the vocabulary's end-of-sequence id and, with\n"
+    "--chat, at the template's end-of-turn token (<|im_end|>, <|eot_id|>); the stop id is\n"
+    "included in ids.\n"
     "\n"
     "  --model M        a .gguf file or a .laya decoder\n"
     "  --prompt TEXT    raw text (not empty), tokenized as llama.cpp does (BOS per\n"
-    "                   add_bos_token; GGUF only)\n"
-    "  --chat TEXT      one user message rendered with the GGUF's tokenizer.chat_template\n"
+    "                   add_bos_token; a model with a GGUF vocabulary)\n"
+    "  --chat TEXT      one user message rendered with the model's tokenizer.chat_template\n"
     "                   (ChatML: SmolLM2, Qwen2; Llama 3), with the assistant prompt after it;\n"
     "                   a model without a known template fails (exit 1)\n"
     "  --ids ID,ID,...  the prompt as token ids\n"
@@ -94,7 +97,9 @@ constexpr const char* kScoreUsage =
     "\n"
     "  --model M        a .gguf file or a .laya decoder\n"
     "  --ids-file F     the JSON file (\"-\": stdin)\n"
-    "  --top K          predictions per position, 1..1000 (default 5)\n"
+    "  --top K          predictions per position, 1..1000 (default 5; with --last up to\n"
+    "                   1000000: K = the vocabulary prints every logit)\n"
+    "  --last           print the last position only\n"
     "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
     "  --threads N      CPU threads, 0..1024 (default 0: all cores)\n"
     "  --kernels K      auto | ref | a Highway target name (default auto)\n"
@@ -265,13 +270,13 @@ int cmd_generate(int argc, char** argv) {
     if (d.tokenizer == nullptr)
       return fail(Status(StatusCode::kInvalidArgument,
                          common.model + " has no GGUF tokenizer for --chat; give --ids"));
-    Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.gguf);
+    Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.vocab);
     if (!td.is_ok()) return fail(td.status());
     const std::string_view bos_text =
         td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size()
             ? td->tokens[static_cast<size_t>(td->bos_id)]
             : std::string_view();
-    Result<ChatTemplate> tmpl = ChatTemplate::recognize(td->chat_template, bos_text);
+    Result<ChatTemplate> tmpl = ChatTemplate::recognize(d.chat_template, bos_text);
     if (!tmpl.is_ok()) return fail(tmpl.status());
     const ChatMessage message{"user", chat_text};
     Result<std::string> text = tmpl->render(std::span(&message, 1), true);
@@ -409,11 +414,13 @@ int cmd_score(int argc, char** argv) {
   DecoderOptions common;
   std::string ids_file;
   int64_t top = 5;
+  bool last_only = false;
   std::vector<std::string> positional;
   ArgParser p;
   common.declare(p);
   p.text("ids-file", &ids_file);
-  p.integer("top", 1, 1000, &top);
+  p.integer("top", 1, 1000000, &top);
+  p.flag("last", &last_only);
   if (!p.parse(argc, argv, 2, &positional)) return usage_error(p.error(), kScoreUsage);
   if (common.help) {
     std::printf("%s", kScoreUsage);
@@ -423,6 +430,8 @@ int cmd_score(int argc, char** argv) {
     return usage_error("unexpected argument '" + positional[0] + "'", kScoreUsage);
   if (common.model.empty()) return usage_error("score needs --model M.gguf|M.laya", kScoreUsage);
   if (ids_file.empty()) return usage_error("score needs --ids-file F.json", kScoreUsage);
+  if (top > 1000 && !last_only)
+    return usage_error("--top above 1000 needs --last (one position)", kScoreUsage);
   runtime::SessionOptions so;
   const std::string err = common.session_options(&so);
   if (!err.empty()) return usage_error(err, kScoreUsage);
@@ -460,6 +469,7 @@ int cmd_score(int argc, char** argv) {
     st = d.runner->step(0, std::span(ids).subspan(at, n));
     if (!st.is_ok()) return fail(st);
     for (size_t i = 0; i < n; ++i) {
+      if (last_only && at + i + 1 < ids.size()) continue;
       const float* row = d.runner->logits().data() + i * static_cast<size_t>(vocab);
       std::iota(order.begin(), order.end(), 0);
       std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {

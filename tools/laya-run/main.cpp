@@ -194,9 +194,17 @@ void print_header(const std::string& path, const ir::Graph& g) {
   if (!g.meta.tokenizer_kind.empty())
     std::printf("tokenizer: %s (%s)\n", g.meta.tokenizer_kind.c_str(),
                 human_bytes(g.meta.tokenizer.size).c_str());
-  if (g.meta.decision.present)
-    std::printf("decision config: max_len %d, head_max_len %d\n", g.meta.decision.max_len,
-                g.meta.decision.head_max_len);
+  if (g.meta.decision.present) {
+    const ir::DecisionConfig& d = g.meta.decision;
+    std::printf("decision config: max_len %d, head_max_len %d, temperature [%g, %g, %g]", d.max_len,
+                d.head_max_len, static_cast<double>(d.temperature[0]),
+                static_cast<double>(d.temperature[1]), static_cast<double>(d.temperature[2]));
+    for (const auto& [k, v] : d.temperature_by_options)
+      std::printf(", %s %g", k.c_str(), static_cast<double>(v));
+    std::printf("\n");
+  }
+  if (!g.meta.chat_template.empty())
+    std::printf("chat template: %zu bytes\n", g.meta.chat_template.size());
   for (const auto& [k, v] : g.meta.properties) std::printf("  %s = %s\n", k.c_str(), v.c_str());
   if (!g.symbols.empty()) {
     std::printf("symbols:");

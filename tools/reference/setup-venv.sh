@@ -31,6 +31,7 @@ python=${PYTHON:-python3}
   onnx==1.23.2 \
   onnxruntime==1.32.0 \
   gguf==0.19.0 \
+  accelerate==1.15.0 \
   sentencepiece==0.2.3 \
   protobuf==7.36.2 \
   pydantic==2.14.4 \

@@ -11,7 +11,8 @@ Not exact math on either side (llama.cpp quantizes activations to 8 bits for qua
 products and keeps K/V in F16; see tests/fixtures/gguf/README.md), so near-ties may flip.
 
 Usage: /work/refvenv/bin/python tools/reference/validate_teacher_forced.py LAYA_RUN GGUF
-           [--steps 64] [--threads 1]
+           [--model M.laya] [--steps 64] [--threads 1]
+(--model: laya-run runs that file, e.g. the .laya laya-convert made of GGUF, instead of the GGUF.)
 """
 import argparse
 import json
@@ -28,31 +29,27 @@ import reftools  # noqa: E402
 PROMPTS = reftools.SMOLLM2_PROMPTS
 
 
+def validate(laya_run, gguf, model=None, steps=64, threads=1, log=print):
+    """Runs the check on `gguf`; laya-run runs `model` (default: the GGUF itself, e.g. the .laya
+    laya-convert made of it). Returns {"steps", "top1", "top3", "prompts", "tokenization"}."""
+    import llama_cpp  # noqa: F401
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("laya_run")
-    ap.add_argument("gguf")
-    ap.add_argument("--steps", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=1)
-    a = ap.parse_args()
-    import llama_cpp
-
-    llm = reftools.llama_cpp_model(a.gguf, n_ctx=512, threads=a.threads)
-    steps = top1 = top3 = tok_ok = 0
+    model = model or gguf
+    llm = reftools.llama_cpp_model(gguf, n_ctx=512, threads=threads)
+    n_steps = top1 = top3 = tok_ok = 0
     for text in PROMPTS:
         ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
         llm.reset()
         llm.eval(ids)
         greedy, tops = [], []
-        for _ in range(a.steps):
+        for _ in range(steps):
             row = np.array(llm.scores[llm.n_tokens - 1, :], dtype=np.float32)
             order = np.lexsort((np.arange(row.size), -row))[:3]
             greedy.append(int(order[0]))
             tops.append([int(x) for x in order])
             llm.eval([int(order[0])])
-        gen = subprocess.run([a.laya_run, "generate", "--model", a.gguf, "--prompt", text,
-                              "--max-tokens", "1", "--json", "--threads", str(a.threads)],
+        gen = subprocess.run([laya_run, "generate", "--model", model, "--prompt", text,
+                              "--max-tokens", "1", "--json", "--threads", str(threads)],
                              check=True, capture_output=True, text=True)
         ours_prompt = json.loads(gen.stdout)["prompt_ids"]
         tok_ok += ours_prompt == ids
@@ -60,24 +57,40 @@ def main():
             json.dump({"ids": ids + greedy[:-1]}, f)
             path = f.name
         try:
-            sc = subprocess.run([a.laya_run, "score", "--model", a.gguf, "--ids-file", path,
-                                 "--top", "1", "--threads", str(a.threads)],
+            sc = subprocess.run([laya_run, "score", "--model", model, "--ids-file", path,
+                                 "--top", "1", "--threads", str(threads)],
                                 check=True, capture_output=True, text=True)
         finally:
             os.unlink(path)
         pos = json.loads(sc.stdout)["positions"]
         ours = [p["top_ids"][0] for p in pos[len(ids) - 1:]]
-        assert len(ours) == a.steps
+        assert len(ours) == steps
         t1 = sum(o == g for o, g in zip(ours, greedy))
         t3 = sum(o in t for o, t in zip(ours, tops))
-        steps += a.steps
+        n_steps += steps
         top1 += t1
         top3 += t3
-        print(f"{len(ids):3d} prompt tokens: top-1 {t1}/{a.steps}, in llama.cpp's top 3 "
-              f"{t3}/{a.steps}, tokenization {'identical' if ours_prompt == ids else 'DIFFERS'}")
+        log(f"{len(ids):3d} prompt tokens: top-1 {t1}/{steps}, in llama.cpp's top 3 "
+            f"{t3}/{steps}, tokenization {'identical' if ours_prompt == ids else 'DIFFERS'}")
+    return {"steps": n_steps, "top1": top1, "top3": top3, "prompts": len(PROMPTS),
+            "tokenization": tok_ok}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("laya_run")
+    ap.add_argument("gguf")
+    ap.add_argument("--model", help="what laya-run runs (default: the GGUF; e.g. its .laya)")
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    import llama_cpp
+
+    r = validate(a.laya_run, a.gguf, a.model, a.steps, a.threads)
+    steps, top1, top3 = r["steps"], r["top1"], r["top3"]
     print(f"all: top-1 = llama.cpp's at {top1}/{steps} steps ({100.0 * top1 / steps:.1f}%), "
           f"within its top 3 at {top3}/{steps} ({100.0 * top3 / steps:.1f}%); tokenization "
-          f"identical for {tok_ok}/{len(PROMPTS)} prompts (llama-cpp-python "
+          f"identical for {r['tokenization']}/{r['prompts']} prompts (llama-cpp-python "
           f"{llama_cpp.__version__})")
 
 
