@@ -47,6 +47,8 @@ bool weight_type(const ir::Value& w, kernels::WType* t, std::string* why) {
     LAYA_CPU_WTYPE(Q4_K)
     LAYA_CPU_WTYPE(Q5_K)
     LAYA_CPU_WTYPE(Q6_K)
+    LAYA_CPU_WTYPE(Q5_0)
+    LAYA_CPU_WTYPE(Q5_1)
 #undef LAYA_CPU_WTYPE
     default:
       *why = std::string(ir::dtype_name(w.dtype)) + " weights: no kernel";
