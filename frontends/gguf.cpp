@@ -16,31 +16,6 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little endian
 
-// Bytes of one scalar element (0 for string / array).
-uint64_t scalar_size(ValueType t) {
-  switch (t) {
-    case ValueType::kU8:
-    case ValueType::kI8:
-    case ValueType::kBool:
-      return 1;
-    case ValueType::kU16:
-    case ValueType::kI16:
-      return 2;
-    case ValueType::kU32:
-    case ValueType::kI32:
-    case ValueType::kF32:
-      return 4;
-    case ValueType::kU64:
-    case ValueType::kI64:
-    case ValueType::kF64:
-      return 8;
-    case ValueType::kString:
-    case ValueType::kArray:
-      return 0;
-  }
-  return 0;
-}
-
 bool value_type_valid(uint32_t t) {
   return t <= static_cast<uint32_t>(ValueType::kF64);
 }
@@ -49,7 +24,7 @@ bool value_type_valid(uint32_t t) {
 uint64_t min_element_bytes(ValueType t) {
   if (t == ValueType::kString) return 8;  // u64 length
   if (t == ValueType::kArray) return 12;  // u32 type + u64 count
-  return scalar_size(t);
+  return value_type_size(t);
 }
 
 // Reads the file front to back; every read checks the bytes left first.
@@ -111,7 +86,7 @@ Status read_value(Cursor& c, ValueType type, int depth, const std::string& key, 
   v->type = type;
   if (type == ValueType::kString) return c.string(&v->str, "a string value");
   if (type != ValueType::kArray) {
-    const uint64_t n = scalar_size(type);
+    const uint64_t n = value_type_size(type);
     LAYA_RETURN_IF_ERROR(c.need(n, "a scalar value"));
     std::memcpy(&v->bits, c.at(c.pos()), static_cast<size_t>(n));
     if (type == ValueType::kBool && v->bits > 1)
@@ -233,6 +208,30 @@ constexpr GgmlType kGgmlTypes[] = {
 
 // ---- Value --------------------------------------------------------------------------------------
 
+uint64_t value_type_size(ValueType t) {
+  switch (t) {
+    case ValueType::kU8:
+    case ValueType::kI8:
+    case ValueType::kBool:
+      return 1;
+    case ValueType::kU16:
+    case ValueType::kI16:
+      return 2;
+    case ValueType::kU32:
+    case ValueType::kI32:
+    case ValueType::kF32:
+      return 4;
+    case ValueType::kU64:
+    case ValueType::kI64:
+    case ValueType::kF64:
+      return 8;
+    case ValueType::kString:
+    case ValueType::kArray:
+      return 0;
+  }
+  return 0;
+}
+
 const char* value_type_name(ValueType t) {
   static const char* const kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                        "bool", "string", "array", "u64", "i64", "f64"};
@@ -280,11 +279,11 @@ Result<std::string_view> Value::as_string() const {
 
 int64_t Value::int_at(uint64_t i) const {
   bool ok = false;
-  return int_of(elem_type, elems + i * scalar_size(elem_type), &ok);
+  return int_of(elem_type, elems + i * value_type_size(elem_type), &ok);
 }
 
 double Value::float_at(uint64_t i) const {
-  return float_of(elem_type, elems + i * scalar_size(elem_type));
+  return float_of(elem_type, elems + i * value_type_size(elem_type));
 }
 
 // ---- types --------------------------------------------------------------------------------------

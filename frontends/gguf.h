@@ -65,6 +65,8 @@ enum class ValueType : uint32_t {
 };
 // "u8", ..., "array"; "?" outside the list.
 const char* value_type_name(ValueType t);
+// Bytes of one scalar element as stored (1, 2, 4 or 8); 0 for string / array and outside the list.
+uint64_t value_type_size(ValueType t);
 
 // One metadata value. Scalars keep their bits; strings and scalar arrays point into the mapping.
 struct Value {

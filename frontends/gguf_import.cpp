@@ -36,30 +36,6 @@ class MappedCopyFill final : public ir::WeightFill {
   uint64_t nbytes_;
 };
 
-uint64_t scalar_bytes(ValueType t) {
-  switch (t) {
-    case ValueType::kU8:
-    case ValueType::kI8:
-    case ValueType::kBool:
-      return 1;
-    case ValueType::kU16:
-    case ValueType::kI16:
-      return 2;
-    case ValueType::kU32:
-    case ValueType::kI32:
-    case ValueType::kF32:
-      return 4;
-    case ValueType::kU64:
-    case ValueType::kI64:
-    case ValueType::kF64:
-      return 8;
-    case ValueType::kString:
-    case ValueType::kArray:
-      break;
-  }
-  return 0;
-}
-
 void put_bytes(std::string* out, const void* p, uint64_t n) {
   out->append(static_cast<const char*>(p), static_cast<size_t>(n));
 }
@@ -84,10 +60,10 @@ void put_value(std::string* out, ValueType type, const Value& v) {
     } else if (v.elem_type == ValueType::kArray) {
       for (const Value& a : v.arrays) put_value(out, ValueType::kArray, a);
     } else {
-      put_bytes(out, v.elems, v.count * scalar_bytes(v.elem_type));
+      put_bytes(out, v.elems, v.count * value_type_size(v.elem_type));
     }
   } else {
-    put_bytes(out, &v.bits, scalar_bytes(type));
+    put_bytes(out, &v.bits, value_type_size(type));
   }
 }
 

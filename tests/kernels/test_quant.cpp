@@ -120,11 +120,49 @@ TEST_CASE("int8 row quantizer: symmetric, exact at the extremes, zero row") {
 
 namespace {
 
-// tests/fixtures/gguf/kquants-ggml.bin (layout: tools/reference/make_kquant_fixture.py), recorded
-// from ggml's own C functions.
-struct KquantFixture {
+// The ggml fixtures (tools/reference/make_kquant_fixture.py, make_q5_fixture.py), recorded from
+// ggml's own C functions, share a header: 4 magic bytes, u32 version 1, u32 n_rows, k, n_x, f32 w
+// [n_rows, k], f32 x [n_x, k]; per-type sections follow, read with take().
+struct GgmlFixture {
   uint32_t n_rows = 0, k = 0, n_x = 0;
   std::vector<float> w, x;
+  std::vector<uint8_t> bytes;
+  size_t at = 0;
+
+  void take(void* dst, size_t n) {
+    REQUIRE(at + n <= bytes.size());
+    std::memcpy(dst, bytes.data() + at, n);
+    at += n;
+  }
+  // Reads tests/fixtures/gguf/NAME and its header.
+  void open(const std::string& name, const char* magic) {
+    const char* dir = std::getenv("LAYA_FIXTURES");
+    REQUIRE_MESSAGE(dir != nullptr, "LAYA_FIXTURES is not set (meson test sets it)");
+    const std::string path = std::string(dir) + "/gguf/" + name;
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    REQUIRE_MESSAGE(f != nullptr, "cannot open ", path);
+    uint8_t buf[65536];
+    for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      bytes.insert(bytes.end(), buf, buf + got);
+    std::fclose(f);
+    char m[4];
+    uint32_t version;
+    take(m, 4);
+    REQUIRE(std::memcmp(m, magic, 4) == 0);
+    take(&version, 4);
+    REQUIRE(version == 1);
+    take(&n_rows, 4);
+    take(&k, 4);
+    take(&n_x, 4);
+    w.resize(size_t{n_rows} * k);
+    x.resize(size_t{n_x} * k);
+    take(w.data(), w.size() * 4);
+    take(x.data(), x.size() * 4);
+  }
+};
+
+// tests/fixtures/gguf/kquants-ggml.bin (layout: tools/reference/make_kquant_fixture.py).
+struct KquantFixture : GgmlFixture {
   struct PerType {
     std::vector<uint8_t> blocks;
     std::vector<float> deq, dot;
@@ -135,47 +173,19 @@ struct KquantFixture {
 const size_t kKBlockBytes[3] = {sizeof(BlockQ4_K), sizeof(BlockQ5_K), sizeof(BlockQ6_K)};
 
 KquantFixture load_kquant_fixture() {
-  const char* dir = std::getenv("LAYA_FIXTURES");
-  REQUIRE_MESSAGE(dir != nullptr, "LAYA_FIXTURES is not set (meson test sets it)");
-  const std::string path = std::string(dir) + "/gguf/kquants-ggml.bin";
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  REQUIRE_MESSAGE(f != nullptr, "cannot open ", path);
-  std::vector<uint8_t> bytes;
-  uint8_t buf[65536];
-  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
-    bytes.insert(bytes.end(), buf, buf + got);
-  std::fclose(f);
-  size_t at = 0;
-  auto take = [&](void* dst, size_t n) {
-    REQUIRE(at + n <= bytes.size());
-    std::memcpy(dst, bytes.data() + at, n);
-    at += n;
-  };
   KquantFixture fx;
-  char magic[4];
-  uint32_t version;
-  take(magic, 4);
-  REQUIRE(std::memcmp(magic, "LKQF", 4) == 0);
-  take(&version, 4);
-  REQUIRE(version == 1);
-  take(&fx.n_rows, 4);
-  take(&fx.k, 4);
-  take(&fx.n_x, 4);
-  fx.w.resize(size_t{fx.n_rows} * fx.k);
-  fx.x.resize(size_t{fx.n_x} * fx.k);
-  take(fx.w.data(), fx.w.size() * 4);
-  take(fx.x.data(), fx.x.size() * 4);
+  fx.open("kquants-ggml.bin", "LKQF");
   for (int t = 0; t < 3; ++t) {
     fx.types[t].blocks.resize(size_t{fx.n_rows} * fx.k / kQK_K * kKBlockBytes[t]);
     fx.types[t].deq.resize(fx.w.size());
     fx.types[t].dot.resize(size_t{fx.n_x} * fx.n_rows);
-    take(fx.types[t].blocks.data(), fx.types[t].blocks.size());
-    take(fx.types[t].deq.data(), fx.types[t].deq.size() * 4);
-    take(fx.types[t].dot.data(), fx.types[t].dot.size() * 4);
+    fx.take(fx.types[t].blocks.data(), fx.types[t].blocks.size());
+    fx.take(fx.types[t].deq.data(), fx.types[t].deq.size() * 4);
+    fx.take(fx.types[t].dot.data(), fx.types[t].dot.size() * 4);
   }
   fx.q8k.resize(size_t{fx.n_x} * fx.k / kQK_K * sizeof(BlockQ8_K));
-  take(fx.q8k.data(), fx.q8k.size());
-  REQUIRE(at == bytes.size());
+  fx.take(fx.q8k.data(), fx.q8k.size());
+  REQUIRE(fx.at == fx.bytes.size());
   return fx;
 }
 
@@ -332,9 +342,7 @@ TEST_CASE("K-quants: reference matmul equals ggml's vec_dot up to f32 summation 
 
 namespace {
 
-struct Q5Fixture {
-  uint32_t n_rows = 0, k = 0, n_x = 0;
-  std::vector<float> w, x;
+struct Q5Fixture : GgmlFixture {
   struct PerType {
     std::vector<uint8_t> blocks, xq;
     std::vector<float> deq, dot;
@@ -346,48 +354,20 @@ const size_t kQ5ActBytes[2] = {sizeof(BlockQ8_0), sizeof(BlockQ8_1)};
 const std::string kQ5Names[2] = {"q5_0", "q5_1"};
 
 Q5Fixture load_q5_fixture() {
-  const char* dir = std::getenv("LAYA_FIXTURES");
-  REQUIRE_MESSAGE(dir != nullptr, "LAYA_FIXTURES is not set (meson test sets it)");
-  const std::string path = std::string(dir) + "/gguf/q5-ggml.bin";
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  REQUIRE_MESSAGE(f != nullptr, "cannot open ", path);
-  std::vector<uint8_t> bytes;
-  uint8_t buf[65536];
-  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
-    bytes.insert(bytes.end(), buf, buf + got);
-  std::fclose(f);
-  size_t at = 0;
-  auto take = [&](void* dst, size_t n) {
-    REQUIRE(at + n <= bytes.size());
-    std::memcpy(dst, bytes.data() + at, n);
-    at += n;
-  };
   Q5Fixture fx;
-  char magic[4];
-  uint32_t version;
-  take(magic, 4);
-  REQUIRE(std::memcmp(magic, "LQ5F", 4) == 0);
-  take(&version, 4);
-  REQUIRE(version == 1);
-  take(&fx.n_rows, 4);
-  take(&fx.k, 4);
-  take(&fx.n_x, 4);
-  fx.w.resize(size_t{fx.n_rows} * fx.k);
-  fx.x.resize(size_t{fx.n_x} * fx.k);
-  take(fx.w.data(), fx.w.size() * 4);
-  take(fx.x.data(), fx.x.size() * 4);
+  fx.open("q5-ggml.bin", "LQ5F");
   for (int t = 0; t < 2; ++t) {
     Q5Fixture::PerType& p = fx.types[t];
     p.blocks.resize(size_t{fx.n_rows} * fx.k / kQK * kQ5BlockBytes[t]);
     p.deq.resize(fx.w.size());
     p.xq.resize(size_t{fx.n_x} * fx.k / kQK * kQ5ActBytes[t]);
     p.dot.resize(size_t{fx.n_x} * fx.n_rows);
-    take(p.blocks.data(), p.blocks.size());
-    take(p.deq.data(), p.deq.size() * 4);
-    take(p.xq.data(), p.xq.size());
-    take(p.dot.data(), p.dot.size() * 4);
+    fx.take(p.blocks.data(), p.blocks.size());
+    fx.take(p.deq.data(), p.deq.size() * 4);
+    fx.take(p.xq.data(), p.xq.size());
+    fx.take(p.dot.data(), p.dot.size() * 4);
   }
-  REQUIRE(at == bytes.size());
+  REQUIRE(fx.at == fx.bytes.size());
   return fx;
 }
 

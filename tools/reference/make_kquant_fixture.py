@@ -42,15 +42,26 @@ def find_lib_dir(arg):
     return os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
 
 
-def weights(rng):
-    w = rng.normal(0.0, 1.0, size=(N_ROWS, K)).astype(np.float32)
+def weights(rng, n_rows=N_ROWS, k=K, zero_block=256):
+    """Weight rows that exercise a quantizer: gaussian, outliers, all positive (mins clamp to 0),
+    constant, an all-zero block of `zero_block` values, tiny values, skewed."""
+    w = rng.normal(0.0, 1.0, size=(n_rows, k)).astype(np.float32)
     w[1, ::37] *= 20.0  # outliers
     w[2] = np.abs(w[2]) + 0.5  # all positive: mins clamp to 0
     w[3] = 0.25  # constant
-    w[4, :256] = 0.0  # an all-zero super-block
+    w[4, :zero_block] = 0.0  # an all-zero (super-)block
     w[5] *= 1e-6  # tiny values
-    w[6] = rng.uniform(-3.0, 1.0, size=K).astype(np.float32)  # skewed
+    w[6] = rng.uniform(-3.0, 1.0, size=k).astype(np.float32)  # skewed
     return w
+
+
+def load_ggml(lib_dir):
+    """ggml's base and CPU libraries through ctypes, the CPU backend initialized (it fills the
+    f16 -> f32 table the CPU kernels read scales through)."""
+    base = ctypes.CDLL(os.path.join(lib_dir, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
+    cpu = ctypes.CDLL(os.path.join(lib_dir, "libggml-cpu.so"))
+    cpu.ggml_cpu_init()
+    return base, cpu
 
 
 def main():
@@ -59,9 +70,7 @@ def main():
     ap.add_argument("out", nargs="?", default="tests/fixtures/gguf/kquants-ggml.bin")
     args = ap.parse_args()
     lib_dir = find_lib_dir(args.lib_dir)
-    base = ctypes.CDLL(os.path.join(lib_dir, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
-    cpu = ctypes.CDLL(os.path.join(lib_dir, "libggml-cpu.so"))
-    cpu.ggml_cpu_init()  # fills the f16 -> f32 table the CPU kernels read scales through
+    base, cpu = load_ggml(lib_dir)
     fp = ctypes.POINTER(ctypes.c_float)
 
     rng = np.random.default_rng(20261130)

@@ -27,22 +27,11 @@ import sys
 
 import numpy as np
 
-from make_kquant_fixture import find_lib_dir
+from make_kquant_fixture import find_lib_dir, load_ggml, weights
 
 # name, block bytes, activation type, activation block bytes
 TYPES = [("q5_0", 22, "q8_0", 34), ("q5_1", 24, "q8_1", 36)]
 N_ROWS, K, N_X = 8, 256, 3
-
-
-def weights(rng):
-    w = rng.normal(0.0, 1.0, size=(N_ROWS, K)).astype(np.float32)
-    w[1, ::37] *= 20.0  # outliers
-    w[2] = np.abs(w[2]) + 0.5  # all positive
-    w[3] = 0.25  # constant
-    w[4, :64] = 0.0  # all-zero blocks
-    w[5] *= 1e-6  # tiny values
-    w[6] = rng.uniform(-3.0, 1.0, size=K).astype(np.float32)  # skewed
-    return w
 
 
 def main():
@@ -51,13 +40,11 @@ def main():
     ap.add_argument("out", nargs="?", default="tests/fixtures/gguf/q5-ggml.bin")
     args = ap.parse_args()
     lib_dir = find_lib_dir(args.lib_dir)
-    base = ctypes.CDLL(os.path.join(lib_dir, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
-    cpu = ctypes.CDLL(os.path.join(lib_dir, "libggml-cpu.so"))
-    cpu.ggml_cpu_init()
+    base, cpu = load_ggml(lib_dir)
     fp = ctypes.POINTER(ctypes.c_float)
 
     rng = np.random.default_rng(20261130)
-    w = weights(rng)
+    w = weights(rng, N_ROWS, K, zero_block=64)
     x = rng.normal(0.0, 2.0, size=(N_X, K)).astype(np.float32)
     x[2, 64:96] = 0.0  # an all-zero activation block
 
