@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <utility>
 
 namespace laya::kernels {
 
@@ -29,6 +30,43 @@ bool finite_amax(const float* x, int64_t n, float* amax) {
   }
   *amax = m;
   return finite;
+}
+
+// The element of largest |x| in a block of kQK (the first of equals), sign kept: q4_0's and
+// q5_0's scale is it over -8 / -16.
+float signed_amax(const float* x) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < kQK; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+// {min, max} of a block of kQK (q4_1, q5_1).
+std::pair<float, float> min_max(const float* x) {
+  float min = FLT_MAX, max = -FLT_MAX;
+  for (int j = 0; j < kQK; ++j) {
+    min = std::fmin(min, x[j]);
+    max = std::fmax(max, x[j]);
+  }
+  return {min, max};
+}
+
+// Low 4 bits of q[j] (j < 16) and q[16 + j] into byte j of qs[16].
+void pack_nibbles(const int* q, uint8_t* qs) {
+  for (int j = 0; j < kQK / 2; ++j)
+    qs[j] = static_cast<uint8_t>((q[j] & 15) | ((q[kQK / 2 + j] & 15) << 4));
+}
+
+// q5: the nibbles as above, bit 4 of q[i] into bit i of the little-endian u32 qh[4].
+void pack_q5(const int* q, uint8_t* qs, uint8_t* qh) {
+  pack_nibbles(q, qs);
+  uint32_t h = 0;
+  for (int i = 0; i < kQK; ++i) h |= static_cast<uint32_t>((q[i] >> 4) & 1) << i;
+  std::memcpy(qh, &h, 4);
 }
 
 }  // namespace
@@ -95,90 +133,52 @@ void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
 
 void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = signed_amax(x) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
-      const int hi =
-          std::min(15, static_cast<int>(static_cast<int8_t>(x[kQK / 2 + j] * id + 8.5f)));
-      y[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-    }
+    int q[kQK];
+    for (int j = 0; j < kQK; ++j)
+      q[j] = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
+    pack_nibbles(q, y[b].qs);
   }
 }
 
 void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
-    float min = FLT_MAX, max = -FLT_MAX;
-    for (int j = 0; j < kQK; ++j) {
-      min = std::fmin(min, x[j]);
-      max = std::fmax(max, x[j]);
-    }
+    const auto [min, max] = min_max(x);
     const float d = (max - min) / 15.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
     y[b].m = f32_to_f16(min);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>((x[j] - min) * id + 0.5f)));
-      const int hi =
-          std::min(15, static_cast<int>(static_cast<int8_t>((x[kQK / 2 + j] - min) * id + 0.5f)));
-      y[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-    }
+    int q[kQK];
+    for (int j = 0; j < kQK; ++j)
+      q[j] = std::min(15, static_cast<int>(static_cast<int8_t>((x[j] - min) * id + 0.5f)));
+    pack_nibbles(q, y[b].qs);
   }
 }
 
 void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -16.0f;
+    const float d = signed_amax(x) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
-    uint32_t qh = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f)));
-      const int hi =
-          std::min(31, static_cast<int>(static_cast<int8_t>(x[kQK / 2 + j] * id + 16.5f)));
-      y[b].qs[j] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
-      qh |= static_cast<uint32_t>((lo >> 4) & 1) << j;
-      qh |= static_cast<uint32_t>((hi >> 4) & 1) << (j + kQK / 2);
-    }
-    std::memcpy(y[b].qh, &qh, 4);
+    int q[kQK];
+    for (int j = 0; j < kQK; ++j)
+      q[j] = std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f)));
+    pack_q5(q, y[b].qs, y[b].qh);
   }
 }
 
 void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
-    float min = FLT_MAX, max = -FLT_MAX;
-    for (int j = 0; j < kQK; ++j) {
-      min = std::fmin(min, x[j]);
-      max = std::fmax(max, x[j]);
-    }
+    const auto [min, max] = min_max(x);
     const float d = (max - min) / 31.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
     y[b].m = f32_to_f16(min);
-    uint32_t qh = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = static_cast<uint8_t>((x[j] - min) * id + 0.5f);
-      const int hi = static_cast<uint8_t>((x[kQK / 2 + j] - min) * id + 0.5f);
-      y[b].qs[j] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
-      qh |= static_cast<uint32_t>((lo >> 4) & 1) << j;
-      qh |= static_cast<uint32_t>((hi >> 4) & 1) << (j + kQK / 2);
-    }
-    std::memcpy(y[b].qh, &qh, 4);
+    int q[kQK];  // no clamp (ggml's): the largest element rounds to 31
+    for (int j = 0; j < kQK; ++j) q[j] = static_cast<uint8_t>((x[j] - min) * id + 0.5f);
+    pack_q5(q, y[b].qs, y[b].qh);
   }
 }
 
