@@ -38,7 +38,7 @@ expect() {
 head -12 "$root/examples/calibration/decoder-labelled.jsonl" >"$tmp/data.jsonl"
 expect 0 'laya-run calibrate --model' '' -- calibrate --help
 metrics='\{"nll": [0-9.e+-]+, "accuracy": [0-9.e+-]+, "ece": [0-9.e+-]+\}'
-expect 0 "^\{\"model\": \".*\", \"temperature\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\], \"temperature_by_options\": \{.*\}, \"fits\": \{\"choice\": \{\"questions\": 16, \"fitted\": [0-9.e+-]+, \"applied\": [0-9.e+-]+\}, .*\"train_questions\": \{.*\}, \"unlabelled_questions\": 0, \"train\": \{\"lines\": 12, \"questions\": 52, \"before\": $metrics, \"after\": $metrics\}, \"holdout\": \{\"lines\": 0, \"questions\": 0, \"before\": \{\"nll\": null, \"accuracy\": null, \"ece\": null\}, \"after\": .*\}\}$" '' \
+expect 0 "^\{\"model\": \".*\", \"temperature\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\], \"temperature_by_options\": \{.*\}, \"fits\": \{\"choice\": \{\"questions\": 16, \"fitted\": [0-9.e+-]+, \"applied\": [0-9.e+-]+\}, .*\"train_questions\": \{.*\}, \"unlabelled_questions\": 0, \"train\": \{\"lines\": 12, \"questions\": 52, \"before\": $metrics, \"after\": $metrics, \"types\": \{\"choice\": \{\"questions\": 16, \"before\": $metrics, \"after\": $metrics\}, \"score\": .*, \"noul\": \{\"questions\": 24, .*\}\}\}, \"holdout\": \{\"lines\": 0, \"questions\": 0, \"before\": \{\"nll\": null, \"accuracy\": null, \"ece\": null\}, \"after\": .*, \"types\": \{\}\}\}$" '' \
   -- calibrate --model "$gguf" --data "$tmp/data.jsonl" -o "$tmp/cfg.json" --holdout 0 --min-bucket 5 --threads 1
 cp "$tmp/out" "$tmp/report.json"
 if python3 - "$tmp/cfg.json" "$tmp/report.json" <<'PY'

@@ -39,8 +39,8 @@ constexpr const char* kCalibrateUsage =
     "one per option-count bucket (`temperature_by_options`, <type>:<2|3-5|6-10|11+>) with at\n"
     "least --min-bucket questions. Prints a JSON report: the temperatures, every fit, and NLL,\n"
     "accuracy and ECE (10 bins) before (the model's temperatures: 1 for a GGUF) and after, on\n"
-    "the training lines and the held-out ones. The temperatures are fitted on the training\n"
-    "lines only.\n"
+    "the training lines and the held-out ones, in all and per question type. The temperatures\n"
+    "are fitted on the training lines only.\n"
     "\n"
     "Each line of --data is a decoder questions request with the right answers:\n"
     "  {\"state\": ..., \"questions\": {QID: {...}}, \"system\"?: ..., \"labels\": {QID: LABEL}}\n"
@@ -153,6 +153,19 @@ Value split_json(std::span<const decision::CalibrationRecord> recs, int64_t line
   o.set("questions", Value::integer(static_cast<int64_t>(recs.size())));
   o.set("before", metrics_json(decision::calibration_metrics(recs, before, 10)));
   o.set("after", metrics_json(decision::calibration_metrics(recs, after, 10)));
+  Value types = Value::object();
+  for (int t = 0; t < 3; ++t) {
+    std::vector<decision::CalibrationRecord> of;
+    for (const decision::CalibrationRecord& r : recs)
+      if (static_cast<int>(r.type) == t) of.push_back(r);
+    if (of.empty()) continue;
+    Value m = Value::object();
+    m.set("questions", Value::integer(static_cast<int64_t>(of.size())));
+    m.set("before", metrics_json(decision::calibration_metrics(of, before, 10)));
+    m.set("after", metrics_json(decision::calibration_metrics(of, after, 10)));
+    types.set(decision::qtype_name(static_cast<decision::QType>(t)), std::move(m));
+  }
+  o.set("types", std::move(types));
   return o;
 }
 
