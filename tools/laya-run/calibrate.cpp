@@ -10,7 +10,6 @@
 #include <cstring>
 #include <fstream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 

@@ -76,7 +76,7 @@ constexpr const char* kDecideUsage =
     "grammar (it cannot be invalid), every enum / boolean value scored option by option. Body\n"
     "fields: state | states, questions | schema, min_confidence, system, and for a schema\n"
     "fallback, max_tokens (default 256), deadline_ms. Temperatures: a .laya's decision config\n"
-    "(laya-convert --decision-config), else 1 (uncalibrated).\n"
+    "(laya-convert --decision-config; laya-run calibrate fits it), else 1 (uncalibrated).\n"
     "\n"
     "  --explain          print {rows: [{question, input_ids, marker_positions, truncated}],\n"
     "                     usage} instead: the rows the network would read (no forward pass,\n"
