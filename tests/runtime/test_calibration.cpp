@@ -50,7 +50,9 @@ TEST_CASE("calibration: fitted temperatures and metrics match the reference") {
 
   const Value& want = *fx.find("fits");
   REQUIRE(fit->fits.size() == want.members().size());
-  for (const auto& [name, f] : fit->fits) {
+  for (const auto& entry : fit->fits) {
+    const std::string& name = entry.first;
+    const TemperatureFit& f = entry.second;
     const Value* w = want.find(name);
     REQUIRE_MESSAGE(w != nullptr, "unexpected fit " << name);
     check_rel(f.fitted, w->as_double(), 1e-4, name);
@@ -59,16 +61,18 @@ TEST_CASE("calibration: fitted temperatures and metrics match the reference") {
   }
   const Value& counts = *fx.find("counts");
   CHECK(fit->counts.size() == counts.members().size());
-  for (const auto& [name, n] : fit->counts) CHECK(n == *counts.find(name)->as_int64());
+  for (const auto& entry : fit->counts)
+    CHECK(entry.second == *counts.find(entry.first)->as_int64());
   // The types' applied values, and only the fitted buckets, in the config.
   for (int t = 0; t < 3; ++t) {
     const Value* w = want.find(qtype_name(static_cast<QType>(t)));
     const double expect = w ? clamp_temperature(w->as_double()) : 1.0;
     check_rel(fit->temps.temperature[t], expect, 1e-4, qtype_name(static_cast<QType>(t)));
   }
-  for (const auto& [name, v] : fit->temps.by_options) {
-    REQUIRE(want.find(name) != nullptr);
-    check_rel(v, clamp_temperature(want.find(name)->as_double()), 1e-4, name);
+  for (const auto& entry : fit->temps.by_options) {
+    REQUIRE(want.find(entry.first) != nullptr);
+    check_rel(entry.second, clamp_temperature(want.find(entry.first)->as_double()), 1e-4,
+              entry.first);
   }
   CHECK(fit->temps.by_options.size() + 3 == want.members().size());
 
@@ -76,11 +80,13 @@ TEST_CASE("calibration: fitted temperatures and metrics match the reference") {
   const CalibrationMetrics before = calibration_metrics(recs, Temperatures{}, 10);
   const CalibrationMetrics after = calibration_metrics(recs, fit->temps, 10);
   CHECK(before.n == static_cast<int64_t>(recs.size()));
-  for (const auto& [got, key] : {std::pair{before, "before"}, std::pair{after, "after"}}) {
+  for (const auto& entry : {std::pair{before, "before"}, std::pair{after, "after"}}) {
+    const CalibrationMetrics& got = entry.first;
+    const std::string key = entry.second;
     const Value& w = *m.find(key);
-    check_rel(got.nll, w.find("nll")->as_double(), 1e-6, std::string(key) + " nll");
-    check_rel(got.accuracy, w.find("accuracy")->as_double(), 1e-12, std::string(key) + " acc");
-    check_rel(got.ece, w.find("ece")->as_double(), 1e-6, std::string(key) + " ece");
+    check_rel(got.nll, w.find("nll")->as_double(), 1e-6, key + " nll");
+    check_rel(got.accuracy, w.find("accuracy")->as_double(), 1e-12, key + " acc");
+    check_rel(got.ece, w.find("ece")->as_double(), 1e-6, key + " ece");
   }
   CHECK(after.nll < before.nll);
 
