@@ -180,7 +180,9 @@ class DecoderDecider {
   // The result for a request: an object, or a list for `states`.
   Result<json::Value> decide(const DecoderRequest& req, const DecoderDecideOptions& opts);
 
-  // questions: the label logits of one state (the prefix-reuse path; exposed for tests).
+  // questions: the raw label logits (T = 1) of one state, by the path decide() takes (prefix
+  // reuse included): what decide's answers divide by the temperature, and what laya-run calibrate
+  // fits the temperatures on (runtime/laya/calibration.h).
   Result<QuestionScores> score_questions(const json::Value& state,
                                          const std::vector<decision::Question>& questions,
                                          const std::optional<std::string>& system);

@@ -1,5 +1,5 @@
-// laya-run's decision commands (decide.cpp) and decoder commands (generate.cpp); main.cpp
-// dispatches to them.
+// laya-run's decision commands (decide.cpp, calibrate.cpp) and decoder commands (generate.cpp);
+// main.cpp dispatches to them.
 #pragma once
 
 #include <string>
@@ -13,6 +13,8 @@ namespace laya::tools {
 int cmd_route(int argc, char** argv);
 // `laya-run decide`: a typed decision on a .laya model (or --explain: the rows it would read).
 int cmd_decide(int argc, char** argv);
+// `laya-run calibrate`: decision temperatures fitted on labelled questions (calibrate.cpp).
+int cmd_calibrate(int argc, char** argv);
 
 // `laya-run generate`: greedy tokens from a decoder over a KV cache (runtime/decoder.h).
 int cmd_generate(int argc, char** argv);

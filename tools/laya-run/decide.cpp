@@ -76,7 +76,7 @@ constexpr const char* kDecideUsage =
     "grammar (it cannot be invalid), every enum / boolean value scored option by option. Body\n"
     "fields: state | states, questions | schema, min_confidence, system, and for a schema\n"
     "fallback, max_tokens (default 256), deadline_ms. Temperatures: a .laya's decision config\n"
-    "(laya-convert --decision-config), else 1 (uncalibrated).\n"
+    "(laya-convert --decision-config; laya-run calibrate fits it), else 1 (uncalibrated).\n"
     "\n"
     "  --explain          print {rows: [{question, input_ids, marker_positions, truncated}],\n"
     "                     usage} instead: the rows the network would read (no forward pass,\n"
@@ -130,6 +130,53 @@ void print_json(const json::Value& v) {
   std::fputc('\n', stdout);
 }
 
+Result<runtime::DecoderText> decoder_text(const Decoder& d) {
+  if (d.tokenizer == nullptr)
+    return Status(StatusCode::kUnsupported,
+                  d.path +
+                      " carries no tokenizer this build reads (a decoder decision renders "
+                      "and tokenizes its prompt)");
+  // The vocabulary's BOS text (a template may render it) and the chat template: the GGUF's, or
+  // what laya-convert embedded in the .laya.
+  std::string_view bos_text;
+  LAYA_ASSIGN_OR_RETURN(frontends::gguf::TokenizerData td,
+                        frontends::gguf::tokenizer_data(*d.vocab));
+  if (td.bos_id >= 0 && static_cast<size_t>(td.bos_id) < td.tokens.size())
+    bos_text = td.tokens[static_cast<size_t>(td.bos_id)];
+  LAYA_ASSIGN_OR_RETURN(ChatTemplate chat, ChatTemplate::recognize(d.chat_template, bos_text));
+  runtime::DecoderText text;
+  text.tokenizer = d.tokenizer.get();
+  text.chat = chat;
+  text.add_bos = !chat.renders_bos();
+  const char* end_of_turn = chat.format() == ChatFormat::kChatMl ? "<|im_end|>" : "<|eot_id|>";
+  if (const int32_t eot = d.tokenizer->token_to_id(end_of_turn); eot >= 0)
+    text.stop_ids.push_back(eot);
+  if (d.eos >= 0) text.stop_ids.push_back(d.eos);
+  return text;
+}
+
+Result<std::unique_ptr<runtime::DecoderDecider>> start_decider(
+    Decoder& d, runtime::DecoderText text, const runtime::DecoderCells& cells,
+    const runtime::SessionOptions& so, int64_t chunk, Decoder::Clock::time_point load_start,
+    std::unique_ptr<runtime::PrefixCache>* prefix_cache) {
+  // The prefix cache keeps two prompts' shared parts (whole blocks): the system block (and a
+  // schema's) is found again for the next state and the next request of the same process.
+  constexpr int64_t kBlock = 16;
+  constexpr int32_t kSlots = 2;
+  const int64_t prefix_tokens = kSlots * std::max<int64_t>(1, cells.stored / kBlock) * kBlock;
+  LAYA_RETURN_IF_ERROR(d.start(so, chunk, cells.working, load_start, prefix_tokens, 1 + kSlots));
+  runtime::PrefixCacheOptions po;
+  po.block_tokens = kBlock;
+  po.first_seq = 1;
+  po.slots = kSlots;
+  po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.layout.bytes_per_cell;
+  LAYA_ASSIGN_OR_RETURN(*prefix_cache, runtime::PrefixCache::create(*d.cache, d.layout, po));
+  // Calibrated temperatures from a .laya decoder's decision config (laya-convert
+  // --decision-config); 1 (uncalibrated) for a GGUF.
+  return runtime::DecoderDecider::create(*d.runner, *d.cache, prefix_cache->get(), std::move(text),
+                                         decision::model_temperatures(d.graph.meta));
+}
+
 namespace {
 
 // A decision on a decoder model: the request, the model's tokenizer and chat template, a runner
@@ -142,49 +189,13 @@ int decide_on_decoder(const std::string& model, const std::string& body,
   Decoder d;
   Status st = d.open(model);
   if (!st.is_ok()) return refuse(st);
-  if (d.tokenizer == nullptr)
-    return refuse(Status(StatusCode::kUnsupported,
-                         model + " carries no tokenizer this build reads (a decoder decision "
-                                 "renders and tokenizes its prompt)"));
-  // The vocabulary's BOS text (a template may render it) and the chat template: the GGUF's, or
-  // what laya-convert embedded in the .laya.
-  std::string_view bos_text;
-  Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.vocab);
-  if (!td.is_ok()) return refuse(td.status());
-  if (td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size())
-    bos_text = td->tokens[static_cast<size_t>(td->bos_id)];
-  Result<ChatTemplate> chat = ChatTemplate::recognize(d.chat_template, bos_text);
-  if (!chat.is_ok()) return refuse(chat.status());
-  runtime::DecoderText text;
-  text.tokenizer = d.tokenizer.get();
-  text.chat = *chat;
-  text.add_bos = !chat->renders_bos();
-  const char* end_of_turn = chat->format() == ChatFormat::kChatMl ? "<|im_end|>" : "<|eot_id|>";
-  if (const int32_t eot = d.tokenizer->token_to_id(end_of_turn); eot >= 0)
-    text.stop_ids.push_back(eot);
-  if (d.eos >= 0) text.stop_ids.push_back(d.eos);
-  Result<runtime::DecoderCells> cells = runtime::decoder_request_cells(text, *req);
+  Result<runtime::DecoderText> text = decoder_text(d);
+  if (!text.is_ok()) return refuse(text.status());
+  Result<runtime::DecoderCells> cells = runtime::decoder_request_cells(*text, *req);
   if (!cells.is_ok()) return refuse(cells.status());
-  // The prefix cache keeps two prompts' shared parts (whole blocks): the system block (and a
-  // schema's) is found again for the next state and the next request of the same process.
-  constexpr int64_t kBlock = 16;
-  constexpr int32_t kSlots = 2;
-  const int64_t prefix_tokens = kSlots * std::max<int64_t>(1, cells->stored / kBlock) * kBlock;
-  st = d.start(so, chunk, cells->working, load_start, prefix_tokens, 1 + kSlots);
-  if (!st.is_ok()) return refuse(st);
-  runtime::PrefixCacheOptions po;
-  po.block_tokens = kBlock;
-  po.first_seq = 1;
-  po.slots = kSlots;
-  po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.layout.bytes_per_cell;
-  Result<std::unique_ptr<runtime::PrefixCache>> pc =
-      runtime::PrefixCache::create(*d.cache, d.layout, po);
-  if (!pc.is_ok()) return refuse(pc.status());
-  // Calibrated temperatures from a .laya decoder's decision config (laya-convert
-  // --decision-config); 1 (uncalibrated) for a GGUF.
-  decision::Temperatures temps = decision::model_temperatures(d.graph.meta);
-  Result<std::unique_ptr<runtime::DecoderDecider>> decider = runtime::DecoderDecider::create(
-      *d.runner, *d.cache, pc->get(), std::move(text), std::move(temps));
+  std::unique_ptr<runtime::PrefixCache> pc;
+  Result<std::unique_ptr<runtime::DecoderDecider>> decider =
+      start_decider(d, std::move(text).value(), *cells, so, chunk, load_start, &pc);
   if (!decider.is_ok()) return refuse(decider.status());
   runtime::DecoderDecideOptions opts;
   opts.sampler = sc;

@@ -15,7 +15,9 @@
 #include "frontends/gguf_tokenizer.h"
 #include "ir/model_file.h"
 #include "runtime/decoder.h"
+#include "runtime/decoder_decide.h"
 #include "runtime/kv_cache.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/session.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -121,5 +123,16 @@ struct Decoder {
     return Status::ok();
   }
 };
+
+// decide.cpp: the text side of an opened decoder for runtime/decoder_decide.h (tokenizer, chat
+// template recognized from the model, stop ids); kUnsupported without a tokenizer.
+Result<runtime::DecoderText> decoder_text(const Decoder& d);
+// Starts `d` for requests needing `cells` (runtime::decoder_request_cells) with a two-slot prefix
+// cache (stored in `*prefix_cache`, which must outlive the decider) and returns a decider with the
+// model's decision temperatures (decision::model_temperatures: 1 for a GGUF).
+Result<std::unique_ptr<runtime::DecoderDecider>> start_decider(
+    Decoder& d, runtime::DecoderText text, const runtime::DecoderCells& cells,
+    const runtime::SessionOptions& so, int64_t chunk, Decoder::Clock::time_point load_start,
+    std::unique_ptr<runtime::PrefixCache>* prefix_cache);
 
 }  // namespace laya::tools
