@@ -41,7 +41,14 @@
 // vpdpbusd on the biased i8 / q8_0 weights, corrected exactly by -128 * sum(qs_x) (the int32 sums
 // wrap identically, so the result equals the reference's exact dot); q4 nibbles are already u8
 // and q4_0's -8 offset is the same correction, -8 * sum(qs_x). Without VNNI: pmaddubsw + pmaddwd,
-// with |w| and sign(x, w) for the signed weights so no int16 pair sum can saturate.
+// with |w| and sign(x, w) for the signed weights so no int16 pair sum can saturate; on AVX2 / SSE4
+// the q4 / q5 block types add the pmaddubsw results in int16 across groups before one pmaddwd by
+// 1 (|x| <= 127: a q4 block's 8 groups <= 8 * 2 * 15 * 127 = 30480, q5's halves of 4 groups
+// <= 4 * 2 * 31 * 127 = 31496), exact like the K-quants' int16 chunks; i8 / q8_0 (|w| up to 128)
+// go through pmaddwd per group.
+//
+// GEMV (one row, XR == 1) on AVX2 / SSE4 prefetches the group stream kPrefetchBlk / kPrefetchK
+// bytes ahead (below).
 
 #if defined(LAYA_KERNELS_HWY_MATMUL_INT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAYA_KERNELS_HWY_MATMUL_INT_INL_H_
@@ -57,6 +64,7 @@
 #include <cstring>
 #include <utility>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -114,6 +122,17 @@ inline constexpr int kMRI8 = 4, kNTI8 = 2, kMRB = 2, kNTB = 2, kPQ8 = 2, kPOther
 #endif
 template <WType T>
 inline constexpr int kP = kBytes<T> ? kPQ8 : kPOther;
+// GEMV software prefetch distance in bytes ahead in the group stream (0: none). Items of one
+// thread are consecutive groups, so prefetches run on into the next group. Zen 3 (AVX2, 1 thread,
+// from DRAM) measured 2048 for the blocks' records (576 - 768 bytes) and 12288 for K-quant
+// super-block records (4.7 - 6.8 KiB, issued a unit at a time): without, the hardware prefetcher
+// alone kept the GEMVs at 50 - 70% of the read peak (docs/benchmarks.md). AVX3 is not measured
+// with it (it cannot run here) and keeps 0.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+inline constexpr int64_t kPrefetchBlk = 2048, kPrefetchK = 12288;
+#else
+inline constexpr int64_t kPrefetchBlk = 0, kPrefetchK = 0;
+#endif
 static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0);
 
 // ---- packed weight geometry -------------------------------------------------------------------

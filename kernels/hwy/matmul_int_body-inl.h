@@ -12,6 +12,9 @@ namespace LAYA_MI_NS {
 
 using namespace ::laya::kernels::HWY_NAMESPACE::matmul_int;  // NOLINT
 using Dot = LAYA_MI_DOT;
+// Block types sum pmaddubsw results in int16 across groups before one pmaddwd (AVX2, SSE4; the
+// AVX3 fallback keeps its int32 sums).
+inline constexpr bool kBlkI16 = Dot::kI16 && HWY_TARGET != HWY_AVX3;
 
 // Activation panels hold XR rows (== the caller's MRMax); MR <= XR of them are used.
 
@@ -68,6 +71,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
   for (int r = 0; r < MR; ++r)
     for (int t = 0; t < NT; ++t) facc[r][t] = hn::Zero(df);
   const VU nib_mask = hn::Set(du, 0x0F0F0F0Fu);
+  const VI ones16 = hn::Set(di, 0x00010001);  // pmaddwd by 1: int16 pair sums -> int32
   for (int64_t b = 0; b < nb; ++b, xd += XR, xsum += XR, xs1 += XR) {
     const uint8_t* xq = a.x + b * (kQK * XR);  // group-of-4 g of row r at xq + (g * XR + r) * 4
     VI iacc[MR][NT];
@@ -79,6 +83,8 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
       for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Set(di, init);
     }
     const uint8_t* q = a.w + b * a.rec;
+    if constexpr (XR == 1 && kPrefetchBlk > 0)  // GEMV: the group stream kPrefetchBlk ahead
+      for (int64_t o = 0; o < a.rec; o += 64) hwy::Prefetch(q + kPrefetchBlk + o);
     if constexpr (T == WType::kQ8_0) {
       for (int g = 0; g < 8; ++g) {
         VI wv[NT];
@@ -90,6 +96,26 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
           const VI xv = hn::Set(di, load_i32(xq + (g * XR + r) * 4));
           for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::s8(iacc[r][t], wv[t], xv);
         }
+      }
+    } else if constexpr (kBlkI16 && (T == WType::kQ5_0 || T == WType::kQ5_1)) {
+      // u8 q in [0, 31]: two halves of 4 groups summed in int16 (<= 4 * 2 * 31 * 127 = 31496)
+      for (int half = 0; half < 2; ++half) {
+        VI acc[MR][NT];
+        for (int r = 0; r < MR; ++r)
+          for (int t = 0; t < NT; ++t) acc[r][t] = hn::Zero(di);
+        for (int g = 4 * half; g < 4 * half + 4; ++g) {
+          VI wv[NT];
+          for (int t = 0; t < NT; ++t) {
+            const uint8_t* p = q + g * a.gstep + t * 4 * L;
+            wv[t] = hn::BitCast(di, hn::LoadU(du, reinterpret_cast<const uint32_t*>(p)));
+          }
+          for (int r = 0; r < MR; ++r) {
+            const VI xv = hn::Set(di, load_i32(xq + (g * XR + r) * 4));
+            for (int t = 0; t < NT; ++t) acc[r][t] = Dot::kacc(acc[r][t], wv[t], xv);
+          }
+        }
+        for (int r = 0; r < MR; ++r)
+          for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::kfinish(iacc[r][t], acc[r][t], ones16);
       }
     } else if constexpr (T == WType::kQ5_0 || T == WType::kQ5_1) {  // u8 q in [0, 31]
       for (int g = 0; g < 8; ++g) {
@@ -103,6 +129,28 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
           for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::nib(iacc[r][t], wv[t], xv);
         }
       }
+    } else if constexpr (kBlkI16) {
+      // q4: the whole block's 8 groups summed in int16 (<= 8 * 2 * 15 * 127 = 30480)
+      VI acc[MR][NT];
+      for (int r = 0; r < MR; ++r)
+        for (int t = 0; t < NT; ++t) acc[r][t] = hn::Zero(di);
+      for (int h = 0; h < 4; ++h) {
+        VI lo[NT], hi[NT];
+        for (int t = 0; t < NT; ++t) {
+          const uint8_t* p = q + h * a.gstep + t * 4 * L;
+          const VU v = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+          lo[t] = hn::BitCast(di, hn::And(v, nib_mask));
+          hi[t] = hn::BitCast(di, hn::And(hn::ShiftRight<4>(v), nib_mask));
+        }
+        for (int r = 0; r < MR; ++r) {
+          const VI xlo = hn::Set(di, load_i32(xq + (h * XR + r) * 4));
+          const VI xhi = hn::Set(di, load_i32(xq + ((h + 4) * XR + r) * 4));
+          for (int t = 0; t < NT; ++t)
+            acc[r][t] = Dot::kacc(Dot::kacc(acc[r][t], lo[t], xlo), hi[t], xhi);
+        }
+      }
+      for (int r = 0; r < MR; ++r)
+        for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::kfinish(iacc[r][t], acc[r][t], ones16);
     } else {
       for (int h = 0; h < 4; ++h) {
         VI lo[NT], hi[NT];
@@ -248,6 +296,10 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
                                      const uint8_t* xq, VI (&iacc)[MR][NT]) {
   using K = KUnit<T>;
   const DI di;
+  if constexpr (XR == 1 && kPrefetchK > 0) {  // GEMV: this unit's share of the record, ahead
+    const int64_t part = (a.rec / K::kUnits + 63) / 64 * 64;
+    for (int64_t o = U * part; o < (U + 1) * part; o += 64) hwy::Prefetch(q + kPrefetchK + o);
+  }
   VI sl[NT], sh[NT];  // the two sub-blocks' scales, once per unit
   for (int t = 0; t < NT; ++t) {
     sl[t] = kq_scale<T>(a, b, K::template j_lo<U>(), t);
