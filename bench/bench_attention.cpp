@@ -190,6 +190,7 @@ void BM_attention_decode(benchmark::State& state) {
 }
 BENCHMARK(BM_attention_decode)
     ->ArgNames({"kv", "hd", "heads", "kv_heads", "ids"})
+    ->Args({192, 64, 9, 3, 1})  // SmolLM2-135M: decoder_bench.py's cache (128 + 64 tokens)
     ->Args({512, 64, 12, 4, 0})
     ->Args({1024, 64, 12, 4, 0})
     ->Args({4096, 64, 12, 4, 0})

@@ -151,7 +151,8 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(Session& session, K
   return r;
 }
 
-Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids) {
+Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids,
+                           const hal::ProfileSink* profile, double* execute_ms) {
   const int64_t n = static_cast<int64_t>(ids.size());
   if (n < 1 || n > chunk_)
     return status_error(StatusCode::kInvalidArgument,
@@ -165,7 +166,9 @@ Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids) {
   Status st = session_->reshape(symbols_);
   if (st.is_ok()) {
     void* out[1] = {logits_};
-    st = session_->execute(inputs_, out);
+    const SteadyClock::time_point t0 = SteadyClock::now();
+    st = session_->execute(inputs_, out, profile);
+    if (execute_ms != nullptr) *execute_ms = ms_between(t0, SteadyClock::now());
   }
   if (!st.is_ok()) {
     (void)cache_->remove(seq, first);  // the step's cells; seq is valid (alloc succeeded)
@@ -214,13 +217,16 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
   s.prefill_steps = (rest + chunk_ - 1) / chunk_;
   s.prefill_end_ms = ms_between(t0, SteadyClock::now());
   for (;;) {
+    const SteadyClock::time_point pick0 = SteadyClock::now();
     const int32_t next = req.pick(last_logits(), req.pick_ctx);
+    const SteadyClock::time_point pick1 = SteadyClock::now();
+    if (!out->empty()) s.decode_pick_ms += ms_between(pick0, pick1);
     if (next < 0 || next >= vocab_)
       return status_error(StatusCode::kInvalidArgument,
                           "decoder runner: the picker chose id %d outside [0, %lld)", next,
                           static_cast<long long>(vocab_));
     out->push_back(next);
-    s.token_ms.push_back(ms_between(t0, SteadyClock::now()));
+    s.token_ms.push_back(ms_between(t0, pick1));
     if (out->size() == 1) {
       s.first_token_ms = s.token_ms.back();
       if (use_prefix) LAYA_RETURN_IF_ERROR(req.prefix_cache->store(req.prompt, req.seq));
@@ -229,7 +235,11 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
         std::find(req.stop.begin(), req.stop.end(), next) != req.stop.end())
       return Status::ok();
     const int32_t one[1] = {next};
-    LAYA_RETURN_IF_ERROR(step(req.seq, one));
+    double execute_ms = 0;
+    const SteadyClock::time_point step0 = SteadyClock::now();
+    LAYA_RETURN_IF_ERROR(step(req.seq, one, req.decode_profile, &execute_ms));
+    s.decode_step_ms += ms_between(step0, SteadyClock::now());
+    s.decode_execute_ms += execute_ms;
     ++s.decode_steps;
   }
 }

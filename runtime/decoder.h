@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "hal/hal.h"
 #include "ir/status.h"
 #include "runtime/kv_cache.h"
 #include "runtime/prefix_cache.h"
@@ -56,6 +57,12 @@ struct DecoderStats {
   int64_t prefix_hit_tokens = 0;  // prompt tokens reused from the prefix cache (not prefilled)
   int64_t prefill_steps = 0;      // chunks
   int64_t decode_steps = 0;       // one-token steps
+  // Where decoding spends its time, summed over the decode steps (ms): the steps (cache cells,
+  // reshape and execute), the part of them inside Session::execute, and the picker's calls after
+  // them (the first token's pick is not counted: it follows the prefill).
+  double decode_step_ms = 0;
+  double decode_execute_ms = 0;
+  double decode_pick_ms = 0;
   // New tokens after the first per second of decoding: (n - 1) / (token_ms[n-1] - token_ms[0]);
   // 0 with fewer than 2 tokens.
   double decode_tokens_per_s() const;
@@ -78,6 +85,9 @@ struct GenerateRequest {
   // cached prefix is copied in and only the rest is prefilled; once the first token is picked the
   // prompt's whole blocks are stored. Outputs are the same as without it.
   PrefixCache* prefix_cache = nullptr;
+  // Optional (borrowed): receives per-node times of every decode step's execute (not the
+  // prefill's); `laya-run generate --profile` sums them per op.
+  const hal::ProfileSink* decode_profile = nullptr;
 };
 
 // `base` (backends, threads, kernels) with the bucket bounds of a runner: "seq" planned at 1
@@ -107,8 +117,11 @@ class DecoderRunner {
   // One step: appends `ids` (1 .. chunk tokens) to sequence `seq` of the cache and runs them.
   // Errors: kInvalidArgument for a bad count; kResourceExhausted ("KV cache full") from the cache;
   // execute errors (kIndexOutOfRange for an id outside the vocabulary). On failure the step's
-  // cells are freed again (the sequence is as before). Allocates nothing.
-  Status step(int32_t seq, std::span<const int32_t> ids);
+  // cells are freed again (the sequence is as before). Allocates nothing. `profile` (nullable,
+  // borrowed) receives the execute's per-node times; `execute_ms` (nullable) gets the time spent
+  // in Session::execute.
+  Status step(int32_t seq, std::span<const int32_t> ids, const hal::ProfileSink* profile = nullptr,
+              double* execute_ms = nullptr);
   // f32 [n, vocab]: the logits of the last successful step's n tokens (row i after token i).
   std::span<const float> logits() const { return {logits_, static_cast<size_t>(rows_ * vocab_)}; }
   // f32 [vocab]: the last token's row (empty before the first step).

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 
+#include "kernels/kernels.h"
+
 namespace laya {
 
 namespace {
@@ -49,6 +51,7 @@ Result<Sampler> Sampler::create(const SamplerConfig& config, int32_t n_vocab) {
   s.config_ = config;
   s.n_vocab_ = n_vocab;
   s.engine_.seed(config.seed);
+  s.argmax_ = kernels::kernel_table_hwy().argmax;
   if (!s.greedy()) {
     s.cand_.resize(static_cast<size_t>(n_vocab));
     s.prob_.resize(static_cast<size_t>(n_vocab));
@@ -70,6 +73,13 @@ double Sampler::uniform() {
 
 int32_t Sampler::sample(const float* logits, const uint64_t* allowed) {
   if (greedy()) {
+    // The kernel's argmax is the first index of the largest non-NaN value (0 when logits[0] is
+    // NaN). When that value is finite no +inf exists and -inf never wins, so it is the first
+    // index of the largest finite value: the answer below. Otherwise the scan decides.
+    if (allowed == nullptr) {
+      const int64_t i = argmax_(logits, n_vocab_);
+      if (std::isfinite(logits[i])) return static_cast<int32_t>(i);
+    }
     int32_t best = -1;
     float best_v = 0.0f;
     for_each_allowed(allowed, n_vocab_, [&](int32_t id) {

@@ -20,7 +20,8 @@
 //     the kept candidates are walked in increasing id order and the first whose running sum of
 //     p exceeds u * (sum of kept p) is the result.
 // Temperature, top-k and top-p never reorder or revive masked ids. Nothing here allocates after
-// create(): scratch buffers are sized for the vocabulary once.
+// create(): scratch buffers are sized for the vocabulary once. Greedy without a mask runs the
+// kernels' SIMD argmax (kernels/kernels.h; the same id: see sample()).
 #pragma once
 
 #include <cstdint>
@@ -67,6 +68,7 @@ class Sampler {
   };
   SamplerConfig config_;
   int32_t n_vocab_ = 0;
+  int64_t (*argmax_)(const float* x, int64_t n) = nullptr;  // the best kernel table's
   std::mt19937_64 engine_;
   std::vector<Candidate> cand_;  // [n_vocab] scratch
   std::vector<double> prob_;     // [n_vocab] scratch

@@ -363,6 +363,7 @@ Status Session::reshape(std::span<const int64_t> values) {
                         values.size(), g.symbols.size());
   std::array<int64_t, ir::kMaxSymbols> vals{};
   size_t bucket = 0;
+  bool same = reshaped_;
   for (size_t k = 0; k < g.symbols.size(); ++k) {
     const ir::Symbol& sym = symbols_[k];
     if (values[k] < sym.min || values[k] > sym.max)
@@ -370,11 +371,15 @@ Status Session::reshape(std::span<const int64_t> values) {
                           sym.name.c_str(), static_cast<long long>(values[k]),
                           static_cast<long long>(sym.min), static_cast<long long>(sym.max));
     vals[k] = values[k];
+    same = same && values[k] == symbol_values_[k];
     const std::vector<int64_t>& b = bounds_[k];
     const size_t j =
         static_cast<size_t>(std::lower_bound(b.begin(), b.end(), values[k]) - b.begin());
     bucket = bucket * b.size() + j;
   }
+  // The same values as the last reshape (every decode step of a decoder): extents, bucket,
+  // activation pointers and the backends' arguments are all as they were.
+  if (same) return Status::ok();
   for (size_t v = 0; v < g.values.size(); ++v) {
     if (g.values[v].kind == ir::ValueKind::kWeight) continue;
     LAYA_RETURN_IF_ERROR(ir::shape_eval(g.values[v].shape, vals.data(), &staged_[v]));

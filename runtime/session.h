@@ -191,7 +191,9 @@ class Session {
   // Reshape phase: one value per graph symbol, in graph order. kFailedPrecondition before
   // bind_memory; kInvalidArgument for a wrong count; kOutOfRange naming the symbol when a value is
   // outside its bounds (the session's, see symbols()); kResourceExhausted naming the state when a
-  // bound state region is smaller than the state at these values. Allocates nothing.
+  // bound state region is smaller than the state at these values. Allocates nothing. The same
+  // values as the last successful reshape cost only the bounds check (a decoder's every decode
+  // step): nothing it sets depends on anything else.
   Status reshape(std::span<const int64_t> symbol_values);
   // After reshape: the concrete shape of value `v` (size the input / output buffers with it).
   const ir::Extents& extents(ir::ValueId v) const { return bindings_[v].extents; }

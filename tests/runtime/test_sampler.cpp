@@ -90,6 +90,42 @@ TEST_CASE("greedy: the largest allowed finite logit, lowest id among equals") {
   CHECK(t.sample(l.data(), m.data()) == -1);
 }
 
+// The rule of greedy without a mask, as sampler.h states it (a plain scan in id order).
+int32_t greedy_rule(const std::vector<float>& l) {
+  int32_t best = -1;
+  for (size_t i = 0; i < l.size(); ++i)
+    if (std::isfinite(l[i]) && (best < 0 || l[i] > l[static_cast<size_t>(best)]))
+      best = static_cast<int32_t>(i);
+  return best;
+}
+
+TEST_CASE("greedy without a mask (the SIMD argmax) keeps the rule on a real vocabulary size") {
+  constexpr int32_t kVocab = 49152 + 13;  // SmolLM2's, plus a tail shorter than any vector
+  Sampler s = make({}, kVocab);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937_64 r(7);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<float> l = test_logits(kVocab, 100 + static_cast<uint64_t>(trial));
+    std::uniform_int_distribution<int32_t> at(0, kVocab - 1);
+    // Ties at the maximum (several, anywhere, the tail included), then non-finite values.
+    const float top = 20.0f + static_cast<float>(trial % 3);
+    const int ties = 1 + trial % 4;
+    for (int t = 0; t < ties; ++t)
+      l[static_cast<size_t>(t == 0 && trial % 5 == 0 ? kVocab - 1 : at(r))] = top;
+    if (trial % 2 == 1) l[static_cast<size_t>(at(r))] = -inf;
+    if (trial % 7 == 3) l[static_cast<size_t>(at(r))] = nan;
+    if (trial % 8 == 5) l[0] = nan;
+    if (trial % 9 == 4) l[static_cast<size_t>(at(r))] = inf;
+    CHECK_MESSAGE(s.sample(l.data(), nullptr) == greedy_rule(l), "trial " << trial);
+  }
+  std::vector<float> none(kVocab, -inf);
+  none[3] = nan;
+  CHECK(s.sample(none.data(), nullptr) == -1);
+  std::vector<float> flat(kVocab, 1.5f);
+  CHECK(s.sample(flat.data(), nullptr) == 0);
+}
+
 TEST_CASE("temperature, top-k, top-p and masks give numpy's distributions") {
   // tests/fixtures/decoder/sampler_cases.json: tools/reference/make_sampler_fixture.py.
   const json::Value fx = test::fixture_json("decoder/sampler_cases.json");

@@ -54,6 +54,32 @@ TEST_CASE("lifecycle: calls out of order fail with kFailedPrecondition") {
   CHECK(contains(st.message(), "reshape"));
   REQUIRE(session.reshape(sym).is_ok());
   CHECK(session.execute(inputs, outputs).is_ok());
+  const std::vector<float> first = out;
+  // The same values again (a decoder's every decode step) and after another shape: the same run.
+  REQUIRE(session.reshape(sym).is_ok());
+  std::fill(out.begin(), out.end(), 0.0f);
+  CHECK(session.execute(inputs, outputs).is_ok());
+  CHECK(out == first);
+  const int64_t sym4[2] = {1, 4};
+  REQUIRE(session.reshape(sym4).is_ok());
+  REQUIRE(session.reshape(sym).is_ok());
+  std::fill(out.begin(), out.end(), 0.0f);
+  CHECK(session.execute(inputs, outputs).is_ok());
+  CHECK(out == first);
+  // New memory (bind_memory rebinds the current shapes to it), then the same values again.
+  auto buf2 = runtime::session_buffers_alloc(session);
+  REQUIRE(buf2.is_ok());
+  REQUIRE(session
+              .bind_memory(buf2->persistent.region(), buf2->activations.region(),
+                           buf2->scratch.region())
+              .is_ok());
+  std::fill(out.begin(), out.end(), 0.0f);
+  CHECK(session.execute(inputs, outputs).is_ok());
+  CHECK(out == first);
+  REQUIRE(session.reshape(sym).is_ok());
+  std::fill(out.begin(), out.end(), 0.0f);
+  CHECK(session.execute(inputs, outputs).is_ok());
+  CHECK(out == first);
   // Wrong argument counts are refused, not read past.
   CHECK(session.execute(std::span<const void* const>(inputs, 2), outputs).code() ==
         StatusCode::kInvalidArgument);

@@ -259,6 +259,26 @@ if [[ "$gt0" == "$g6" && "$gk1" == "$g6" ]]; then
 else
   echo "FAIL: generate greedy by options: '$gt0' / '$gk1' vs '$g6'"; fails=$((fails + 1))
 fi
+# --profile: per-op times of the decode steps (runtime/decoder.h GenerateRequest::decode_profile);
+# the same ids; the ops sum to the time inside execute's nodes, which is inside execute, which is
+# inside the token's time.
+expect 0 "decode profile \(measured, ms per token over 5 decode step\(s\)\):" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --profile
+expect 0 "^  matmul [a-z0-9_]+ \[[0-9]+, [0-9]+\] +[0-9.]+ +[0-9.]+%$" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --profile
+prof=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json --profile)
+if [ "$(echo "$prof" | ids_of)" = "$g6" ] && python3 -c '
+import json, sys
+p = json.loads(sys.argv[1])["timings"]["decode_profile"]
+ops = p["ops"]
+assert p["steps"] == 5, p
+assert {"attention", "kv_write", "rmsnorm"} <= set(ops) and any(k.startswith("matmul ") for k in ops), ops
+assert all(v >= 0 for v in ops.values()) and abs(sum(ops.values()) - p["nodes"]) < 1e-6, p
+assert 0 < p["nodes"] <= p["execute"] + 1e-9 and p["runner"] >= 0 and p["pick"] >= 0, p
+assert p["other"] > -1e-6 and abs(p["execute"] + p["runner"] + p["pick"] + p["other"] - p["token"]) < 1e-6, p
+' "$prof"; then
+  echo "ok:   generate --profile --json: the same ids; ops, execute, runner, pick and the rest add up"
+else
+  echo "FAIL: generate --profile --json: '$prof' (greedy '$g6')"; fails=$((fails + 1))
+fi
 expect 2 "give one of --warm-prompt TEXT or --warm-ids" -- generate --model "$dec" --ids 1 --warm-ids 1 --warm-prompt x
 expect 2 "--prefix-block must be an integer in \[1, 4096\], got '0'" -- generate --model "$dec" --ids 1 --prefix-cache --prefix-block 0
 expect 1 "has no GGUF tokenizer for --warm-prompt; give --warm-ids" -- generate --model "$dec" --ids 1 --warm-prompt x

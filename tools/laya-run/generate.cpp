@@ -75,6 +75,10 @@ constexpr const char* kGenerateUsage =
     "  --json           print {\"prompt_ids\": [...], \"ids\": [...], \"text\": \"...\",\n"
     "                   \"timings\": {...}} (text: the new ids decoded, special tokens\n"
     "                   skipped; \"\" without a tokenizer)\n"
+    "  --profile        time every node of every decode step and print the decode step's\n"
+    "                   cost per token: per op (matmuls per weight type), the runner around\n"
+    "                   execute (cache cells, reshape), the picker and the rest; --json adds\n"
+    "                   timings.decode_profile {\"ops\": {...}, \"execute\", ...} (ms per token)\n"
     "  --prefix-cache   keep prompt prefixes' KV (blocks of --prefix-block tokens) and reuse\n"
     "                   the longest cached one: only the rest is prefilled; --json adds\n"
     "                   timings.prefix_cache {\"hit_tokens\", \"lookups\", \"hits\", ...}\n"
@@ -170,6 +174,65 @@ std::string id_list(const std::vector<int32_t>& v) {
   return out;
 }
 
+// Per-node times of the decode steps (hal::ProfileSink), summed per node; no allocation per call.
+struct NodeTimes {
+  std::vector<double> ms;  // [graph nodes]
+};
+
+void on_decode_node(void* user, ir::NodeId node, double ms, bool /*modelled*/) {
+  std::vector<double>& v = static_cast<NodeTimes*>(user)->ms;
+  if (node < v.size()) v[node] += ms;
+}
+
+// The node's row in the profile: its op, matmuls and embeddings with their weight type and shape.
+std::string profile_key(const ir::Graph& g, const ir::Node& n) {
+  std::string key = ir::op_name(n.op);
+  if ((n.op == ir::Op::kMatMul || n.op == ir::Op::kEmbedding) && !n.inputs.empty()) {
+    const ir::Value& w = g.values[n.inputs[n.op == ir::Op::kMatMul ? 1 : 0]];
+    if (w.kind == ir::ValueKind::kWeight && w.shape.rank == 2)
+      key += std::string(" ") + ir::dtype_name(w.dtype) + " [" + std::to_string(w.shape.dims[0].c) +
+             ", " + std::to_string(w.shape.dims[1].c) + "]";
+  }
+  return key;
+}
+
+// The decode profile, ms per decode step: rows (key, ms) largest first, then the runner's parts.
+struct DecodeProfile {
+  std::vector<std::pair<std::string, double>> ops;
+  double execute = 0, nodes = 0, runner = 0, pick = 0, other = 0, token = 0;
+};
+
+DecodeProfile decode_profile(const ir::Graph& g, const NodeTimes& t,
+                             const runtime::DecoderStats& s) {
+  DecodeProfile p;
+  if (s.decode_steps == 0) return p;
+  const double n = static_cast<double>(s.decode_steps);
+  std::vector<std::pair<std::string, double>> rows;
+  for (size_t i = 0; i < g.nodes.size() && i < t.ms.size(); ++i) {
+    if (t.ms[i] == 0) continue;
+    const std::string key = profile_key(g, g.nodes[i]);
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == key; });
+    if (it == rows.end())
+      rows.emplace_back(key, t.ms[i]);
+    else
+      it->second += t.ms[i];
+  }
+  for (auto& r : rows) {
+    r.second /= n;
+    p.nodes += r.second;
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  p.ops = std::move(rows);
+  p.execute = s.decode_execute_ms / n;
+  p.runner = (s.decode_step_ms - s.decode_execute_ms) / n;
+  p.pick = s.decode_pick_ms / n;
+  // A decode step and its pick from one token's time to the next.
+  p.token = (s.token_ms.back() - s.token_ms.front()) / n;
+  p.other = p.token - s.decode_step_ms / n - p.pick;
+  return p;
+}
+
 json::Value json_ids(const std::vector<int32_t>& v) {
   json::Value a = json::Value::array();
   for (int32_t x : v) a.push(json::Value::integer(x));
@@ -188,6 +251,7 @@ int cmd_generate(int argc, char** argv) {
   DecoderOptions common;
   bool json = false;
   bool prefix_cache = false;
+  bool profile = false;
   std::string prompt_text, chat_text, ids_text, warm_text, warm_ids_text;
   int64_t max_tokens = 16, prefix_block = 32;
   // Sampling options; the parser writes only given ones, so values outside the ranges mark
@@ -206,6 +270,7 @@ int cmd_generate(int argc, char** argv) {
   p.number("top-p", 0, 1, &top_p, /*lo_open=*/true);
   p.integer("seed", 0, INT64_MAX, &seed);
   p.flag("json", &json);
+  p.flag("profile", &profile);
   p.flag("prefix-cache", &prefix_cache);
   p.integer("prefix-block", 1, 4096, &prefix_block);
   p.text("warm-prompt", &warm_text);
@@ -342,6 +407,12 @@ int cmd_generate(int argc, char** argv) {
   req.stop = sampler->config().stop_ids;
   req.pick = sample_token;
   req.pick_ctx = &*sampler;
+  NodeTimes node_times;
+  const hal::ProfileSink sink{on_decode_node, &node_times};
+  if (profile) {
+    node_times.ms.assign(d.graph.nodes.size(), 0.0);
+    req.decode_profile = &sink;
+  }
   st = d.runner->generate(req, &ids, &stats);
   if (!st.is_ok()) return fail(st);
   std::string text;
@@ -350,6 +421,7 @@ int cmd_generate(int argc, char** argv) {
     if (!st.is_ok()) return fail(st);
   }
   const double total_ms = stats.token_ms.back();
+  const DecodeProfile prof = decode_profile(d.graph, node_times, stats);
   if (json) {
     json::Value t = json::Value::object();
     t.set("load_ms", json::Value::number(stats.load_ms));
@@ -371,6 +443,20 @@ int cmd_generate(int argc, char** argv) {
       c.set("evictions", json::Value::integer(ps.evictions));
       c.set("cached_tokens", json::Value::integer(ps.cached_tokens));
       t.set("prefix_cache", std::move(c));
+    }
+    if (profile) {
+      json::Value ops = json::Value::object();
+      for (const auto& [key, ms] : prof.ops) ops.set(key, json::Value::number(ms));
+      json::Value dp = json::Value::object();
+      dp.set("steps", json::Value::integer(stats.decode_steps));
+      dp.set("token", json::Value::number(prof.token));
+      dp.set("execute", json::Value::number(prof.execute));
+      dp.set("nodes", json::Value::number(prof.nodes));
+      dp.set("runner", json::Value::number(prof.runner));
+      dp.set("pick", json::Value::number(prof.pick));
+      dp.set("other", json::Value::number(prof.other));
+      dp.set("ops", std::move(ops));
+      t.set("decode_profile", std::move(dp));
     }
     json::Value out = json::Value::object();
     out.set("prompt_ids", json_ids(prompt));
@@ -407,6 +493,20 @@ int cmd_generate(int argc, char** argv) {
         static_cast<long long>(stats.prefix_hit_tokens),
         static_cast<long long>(stats.prompt_tokens), static_cast<long long>(pc->block_tokens()),
         static_cast<long long>(pc->stats().hits), static_cast<long long>(pc->stats().misses));
+  if (profile && stats.decode_steps > 0) {
+    std::printf("decode profile (measured, ms per token over %lld decode step(s)):\n",
+                static_cast<long long>(stats.decode_steps));
+    auto row = [&](const std::string& name, double ms) {
+      std::printf("  %-28s %8.3f  %5.1f%%\n", name.c_str(), ms,
+                  prof.token > 0 ? 100.0 * ms / prof.token : 0.0);
+    };
+    for (const auto& [key, ms] : prof.ops) row(key, ms);
+    row("(execute outside nodes)", prof.execute - prof.nodes);
+    row("(runner: cells, reshape)", prof.runner);
+    row("(pick)", prof.pick);
+    row("(other)", prof.other);
+    row("token", prof.token);
+  }
   return 0;
 }
 
