@@ -6,10 +6,12 @@
 //    again, the system block restored from the prefix cache for the next state) equal a fresh
 //    forward of the whole prompt; the answers' probabilities equal softmax(those / T);
 //  - schema: every example and random schemas (tests/runtime/grammar_random.h) give decisions
-//    that validate, fields whose probabilities sum to 1, the fallback on a budget overrun, the
-//    refusals of bad fallbacks, needs_review under a high gate.
+//    that validate, fields whose probabilities sum to 1, the fallback on a budget overrun and on
+//    a deadline overrun (an injected clock: kDeadlineExceeded without a fallback), the refusals
+//    of bad fallbacks, needs_review under a high gate.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -390,4 +392,88 @@ TEST_CASE("decoder decisions on SmolLM2 (LAYA_SMOLLM2_GGUF)") {
   REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
   check_schema_result(*r, *body->find("schema"));
   CHECK(r->find("fallback")->as_bool() == false);
+}
+
+namespace {
+
+// DecoderDecideOptions::clock_ms for tests: every read moves the time on by `step` ms.
+struct StepClock {
+  double t = 0, step = 0;
+  static double read(void* ctx) {
+    StepClock& c = *static_cast<StepClock*>(ctx);
+    return c.t += c.step;
+  }
+  runtime::DecoderDecideOptions options() {
+    runtime::DecoderDecideOptions o;
+    o.clock_ms = read;
+    o.clock_ctx = this;
+    return o;
+  }
+};
+
+Value without(Value body, const char* key) {
+  auto& m = body.members();
+  m.erase(std::remove_if(m.begin(), m.end(), [&](const json::Member& x) { return x.key == key; }),
+          m.end());
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("decoder schema: deadline_ms overruns on an injected clock") {
+  Fixture fx(tiny_gguf(), "auto", 2048, 16);
+  auto example = json::parse(read_text(examples_dir() + "industrial-alarm.json"));
+  REQUIRE(example.is_ok());
+  const Value fallback = *example->find("fallback");
+  const Value body =
+      with(with(*example, "max_tokens", Value::integer(1000)), "deadline_ms", Value::integer(50));
+
+  // A clock that stands still: the deadline never passes and the model's decision comes back.
+  StepClock frozen;
+  auto in_time = fx.decider->decide(parse(json::dump(body)), frozen.options());
+  REQUIRE_MESSAGE(in_time.is_ok(), in_time.status().to_string());
+  check_schema_result(*in_time, *example->find("schema"));
+  CHECK(in_time->find("fallback")->as_bool() == false);
+  const int64_t tokens = in_time->find("usage")->find("output_tokens")->as_int64().value();
+  // 1 ms a read, a deadline of 4 ms: a few appends (the clock is read once before each, and for
+  // the prefill's timing), then the decision stops part way and returns the request's fallback,
+  // flagged, without fields.
+  StepClock ms{0, 1};
+  const Value mid_body = with(body, "deadline_ms", Value::integer(4));
+  auto mid = fx.decider->decide(parse(json::dump(mid_body)), ms.options());
+  REQUIRE_MESSAGE(mid.is_ok(), mid.status().to_string());
+  CHECK(mid->find("fallback")->as_bool());
+  CHECK(*mid->find("decision") == fallback);
+  CHECK(mid->find("fields")->members().empty());
+  const int64_t mid_tokens = mid->find("usage")->find("output_tokens")->as_int64().value();
+  CHECK(mid_tokens > 0);
+  CHECK(mid_tokens < tokens);
+  CHECK(fx.dec->cache->seq_length(0) == 0);
+
+  // 1 s a read: past the deadline before the first token.
+  StepClock fast{0, 1000};
+  auto late = fx.decider->decide(parse(json::dump(body)), fast.options());
+  REQUIRE_MESSAGE(late.is_ok(), late.status().to_string());
+  CHECK(late->find("fallback")->as_bool());
+  CHECK(*late->find("decision") == fallback);
+  CHECK(late->find("usage")->find("output_tokens")->as_int64() == 0);
+
+  // No fallback in the request: the schema's default, flagged.
+  Value schema = *example->find("schema");
+  schema.set("default", fallback);
+  const Value no_fb = without(body, "fallback");
+  StepClock fast2{0, 1000};
+  auto def = fx.decider->decide(parse(json::dump(with(no_fb, "schema", schema))), fast2.options());
+  REQUIRE_MESSAGE(def.is_ok(), def.status().to_string());
+  CHECK(def->find("fallback")->as_bool());
+  CHECK(*def->find("decision") == fallback);
+
+  // Neither: kDeadlineExceeded naming the deadline (a token budget overrun stays
+  // kResourceExhausted, checked above).
+  StepClock fast3{0, 1000};
+  auto none = fx.decider->decide(parse(json::dump(no_fb)), fast3.options());
+  REQUIRE(!none.is_ok());
+  CHECK(none.status().code() == StatusCode::kDeadlineExceeded);
+  CHECK(std::string(none.status().message()).find("deadline_ms 50") != std::string::npos);
+  CHECK(fx.dec->cache->seq_length(0) == 0);
 }
