@@ -8,7 +8,9 @@
 //  - schema: every example and random schemas (tests/runtime/grammar_random.h) give decisions
 //    that validate, fields whose probabilities sum to 1, the fallback on a budget overrun and on
 //    a deadline overrun (an injected clock: kDeadlineExceeded without a fallback), the refusals
-//    of bad fallbacks, needs_review under a high gate.
+//    of bad fallbacks, needs_review under a high gate;
+//  - a multi-token option (options sharing first tokens too): log P is the sum over its tokens
+//    of the grammar-masked log-softmax, against fresh forwards of the prompt + its tokens.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -43,6 +45,7 @@ struct Fixture {
   std::unique_ptr<test::Cached> dec;
   std::unique_ptr<runtime::PrefixCache> prefix;
   std::unique_ptr<runtime::DecoderDecider> decider;
+  runtime::DecoderText text;  // a copy of the decider's
 
   // block 0: no prefix cache.
   Fixture(const std::string& path, const std::string& kernels, int64_t cells, int64_t block) {
@@ -67,14 +70,13 @@ struct Fixture {
       REQUIRE_MESSAGE(pc.is_ok(), pc.status().to_string());
       prefix = std::move(pc).value();
     }
-    runtime::DecoderText text;
     text.tokenizer = tokenizer.get();
     text.chat = *chat;
     text.add_bos = !chat->renders_bos();
     text.stop_ids = {tokenizer->token_to_id("<|im_end|>")};
     REQUIRE(text.stop_ids[0] >= 0);
-    auto d = runtime::DecoderDecider::create(*dec->runner, *dec->cache, prefix.get(),
-                                             std::move(text), decision::Temperatures{});
+    auto d = runtime::DecoderDecider::create(*dec->runner, *dec->cache, prefix.get(), text,
+                                             decision::Temperatures{});
     REQUIRE_MESSAGE(d.is_ok(), d.status().to_string());
     decider = std::move(d).value();
   }
@@ -476,4 +478,107 @@ TEST_CASE("decoder schema: deadline_ms overruns on an injected clock") {
   CHECK(none.status().code() == StatusCode::kDeadlineExceeded);
   CHECK(std::string(none.status().message()).find("deadline_ms 50") != std::string::npos);
   CHECK(fx.dec->cache->seq_length(0) == 0);
+}
+
+namespace {
+
+// log softmax(logits)[id] over the ids `mask` allows (f32 [vocab] logits).
+double masked_log_softmax(const std::vector<float>& logits, const uint64_t* mask, int32_t id) {
+  double m = -INFINITY, sum = 0;
+  const size_t V = logits.size();
+  auto allowed = [&](size_t t) { return (mask[t / 64] >> (t % 64)) & 1; };
+  for (size_t t = 0; t < V; ++t)
+    if (allowed(t)) m = std::max(m, double{logits[t]});
+  for (size_t t = 0; t < V; ++t)
+    if (allowed(t)) sum += std::exp(double{logits[t]} - m);
+  return double{logits[static_cast<size_t>(id)]} - m - std::log(sum);
+}
+
+}  // namespace
+
+TEST_CASE("decoder schema: a multi-token option's log P is the sum over its tokens") {
+  // "cool" and "cooling_fan" share their first tokens, so the first token alone cannot tell them
+  // apart; every option text is several tokens of the tiny byte-level vocabulary.
+  Fixture fx(tiny_gguf(), "ref", 2048, 0);
+  const std::string body = R"({"state": {"temp_c": 31.5}, "max_tokens": 100, "schema": {
+      "type": "object", "properties": {"fan": {"enum": ["cool", "cooling_fan", "off"]}},
+      "required": ["fan"]}})";
+  const runtime::DecoderRequest req = parse(body);
+  const Value& schema = req.schema_request.schema;
+  auto ta = fx.decider->automaton(schema);
+  REQUIRE(ta.is_ok());
+  const grammar::CharAutomaton& chars = (*ta)->chars();
+  auto prompt = runtime::schema_prompt(fx.text, req.states[0], schema, req.system);
+  REQUIRE(prompt.is_ok());
+
+  // The forced text up to the slot ({"fan": ), tokenized as the decider appends it.
+  std::string forced;
+  int32_t f = grammar::CharAutomaton::start();
+  while (chars.entry_slot(f) < 0 && chars.forced_byte(f) >= 0) {
+    forced.push_back(static_cast<char>(chars.forced_byte(f)));
+    f = chars.next(f, static_cast<uint8_t>(forced.back()));
+  }
+  REQUIRE(chars.entry_slot(f) >= 0);
+  std::vector<int32_t> context = prompt->ids, forced_ids;
+  REQUIRE(fx.tokenizer->encode(forced, {}, &forced_ids).is_ok());
+  context.insert(context.end(), forced_ids.begin(), forced_ids.end());
+  grammar::GrammarMatcher at_slot(ta->get());
+  for (int32_t id : forced_ids) REQUIRE(at_slot.accept(id).is_ok());
+
+  // Each option's log P from fresh forwards of the context plus its tokens so far, and its first
+  // token's term alone.
+  const std::vector<std::string>& texts =
+      chars.slots()[static_cast<size_t>(chars.entry_slot(f))].texts;
+  REQUIRE(texts.size() == 3);
+  std::vector<double> logp, first;
+  std::vector<std::vector<int32_t>> option_ids;
+  for (const std::string& t : texts) {
+    CAPTURE(t);
+    std::vector<int32_t> ids;
+    REQUIRE(fx.tokenizer->encode(t, {}, &ids).is_ok());
+    REQUIRE(ids.size() >= 2);
+    grammar::GrammarMatcher walk = at_slot;
+    std::vector<int32_t> ctx = context;
+    double sum = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const double term = masked_log_softmax(fx.forward_last(ctx), walk.mask(), ids[i]);
+      if (i == 0) first.push_back(term);
+      sum += term;
+      REQUIRE(walk.accept(ids[i]).is_ok());
+      ctx.push_back(ids[i]);
+    }
+    logp.push_back(sum);
+    option_ids.push_back(ids);
+  }
+  REQUIRE(texts[0] == "\"cool\"");
+  REQUIRE(texts[1] == "\"cooling_fan\"");
+  CHECK(option_ids[0][0] == option_ids[1][0]);
+  CHECK(first[0] == first[1]);
+  auto softmax_d = [](const std::vector<double>& z) {
+    const double m = *std::max_element(z.begin(), z.end());
+    std::vector<double> p;
+    double s = 0;
+    for (double v : z) s += p.emplace_back(std::exp(v - m));
+    for (double& v : p) v /= s;
+    return p;
+  };
+  const std::vector<double> want = softmax_d(logp), first_only = softmax_d(first);
+
+  // The decider's probabilities (T = 1, rounded to 4 digits) are the sums', not the first
+  // tokens'; its pick is the most likely option.
+  auto r = fx.decider->decide(req, {});
+  REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+  const Value* probs = r->find("fields")->find("fan")->find("probabilities");
+  REQUIRE(probs != nullptr);
+  double apart = 0;
+  for (size_t o = 0; o < texts.size(); ++o) {
+    CAPTURE(texts[o]);
+    REQUIRE(probs->find(texts[o]) != nullptr);
+    CHECK(std::fabs(probs->find(texts[o])->as_double() - want[o]) <= 2e-4);
+    apart = std::max(apart, std::fabs(want[o] - first_only[o]));
+  }
+  CHECK(apart > 1e-2);  // the first token alone would give other probabilities
+  const size_t best =
+      static_cast<size_t>(std::max_element(want.begin(), want.end()) - want.begin());
+  CHECK(json::dump(*r->find("decision")->find("fan")) == texts[best]);
 }
