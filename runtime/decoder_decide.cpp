@@ -28,6 +28,10 @@ double ms_since(Clock::time_point t0) {
 Value num4(double v) {
   return Value::number(decision::py::round(v, 4));
 }
+// Timings: milliseconds and tokens per second to 0.1.
+Value num1(double v) {
+  return Value::number(decision::py::round(v, 1));
+}
 
 // The chat template's text around one user message (and the system message when given): the
 // user content goes between head and tail.
@@ -719,13 +723,12 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
   usage.set("prefix_hit_tokens", Value::integer(hit));
   usage.set("output_tokens", Value::integer(static_cast<int64_t>(out_ids.size())));
   Value timings = Value::object();
-  timings.set("load_ms", Value::number(opts.load_ms));
-  timings.set("ttft_ms", Value::number(first_token_ms < 0 ? prefill_ms : first_token_ms));
-  timings.set("prefill_ms", Value::number(prefill_ms));
+  timings.set("load_ms", num1(opts.load_ms));
+  timings.set("ttft_ms", num1(first_token_ms < 0 ? prefill_ms : first_token_ms));
+  timings.set("prefill_ms", num1(prefill_ms));
   const double decode_ms = total_ms - prefill_ms;
   timings.set("decode_tokens_per_s",
-              Value::number(decode_ms > 0 ? static_cast<double>(out_ids.size()) * 1000.0 / decode_ms
-                                          : 0.0));
+              num1(decode_ms > 0 ? static_cast<double>(out_ids.size()) * 1000.0 / decode_ms : 0.0));
   Value pc = Value::object();
   const PrefixCacheStats after = prefix_ ? prefix_->stats() : PrefixCacheStats{};
   pc.set("hits", Value::integer(after.hits - before.hits));

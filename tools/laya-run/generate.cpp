@@ -11,6 +11,7 @@
 // arguments.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -443,15 +444,17 @@ int cmd_generate(int argc, char** argv) {
     const char* finish = stopped ? "stop" : json_end.closed ? "json" : "length";
     const double total_ms = stats.token_ms.back();
     if (json) {
+      // Milliseconds and tokens per second to 0.1.
+      auto num1 = [](double v) { return json::Value::number(std::round(v * 10.0) / 10.0); };
       json::Value t = json::Value::object();
-      t.set("load_ms", json::Value::number(stats.load_ms));
-      t.set("prefill_ms", json::Value::number(stats.prefill_end_ms));
-      t.set("first_token_ms", json::Value::number(stats.first_token_ms));
-      t.set("total_ms", json::Value::number(total_ms));
+      t.set("load_ms", num1(stats.load_ms));
+      t.set("prefill_ms", num1(stats.prefill_end_ms));
+      t.set("first_token_ms", num1(stats.first_token_ms));
+      t.set("total_ms", num1(total_ms));
       t.set("prompt_tokens", json::Value::integer(stats.prompt_tokens));
       t.set("tokens", json::Value::integer(static_cast<int64_t>(ids.size())));
       t.set("prefill_chunks", json::Value::integer(stats.prefill_steps));
-      t.set("decode_tokens_per_s", json::Value::number(stats.decode_tokens_per_s()));
+      t.set("decode_tokens_per_s", num1(stats.decode_tokens_per_s()));
       if (pc != nullptr) {
         const runtime::PrefixCacheStats& ps = pc->stats();
         json::Value c = json::Value::object();
