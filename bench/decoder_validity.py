@@ -3,18 +3,24 @@
 generated without the grammar (laya-run generate, greedy, first JSON object of the reply).
 
 usage: bench/decoder_validity.py --laya-run build/tools/laya-run --model SmolLM2.gguf
-           [--decisions 1000] [--unconstrained 90] [--batch 50] [--seed 1] [--threads 1]
-           [--json results.json]
+           [--decisions 1000] [--constrained N] [--unconstrained N] [--unconstrained-tokens 128]
+           [--batch 50] [--seed 1] [--threads 1] [--json results.json]
 
 States: a seeded generator per scenario (examples/smart-home-hub.json,
 edge-quality-inspection.json, industrial-alarm.json: each example's state with its values drawn
 again), decision i uses scenario i % 3. Constrained: the example's body (system, schema,
 fallback, max_tokens) with `states` in batches of --batch states per laya-run process (one model
-load per batch; the prefix cache keeps the system + schema block). Unconstrained: the first
---unconstrained states (a seeded subset: one laya-run generate process each, so it is slower),
-the same prompt text rendered as runtime/decoder_decide.h renders it (SmolLM2's ChatML), greedy,
-at most the example's max_tokens new tokens; the reply's first JSON object (the text from its
-first '{' read with json.JSONDecoder.raw_decode) must parse and validate.
+load per batch; the prefix cache keeps the system + schema block). Unconstrained: the same
+states (the first --unconstrained, default all --decisions), the same prompt text rendered as
+runtime/decoder_decide.h renders it (SmolLM2's ChatML), greedy, through laya-run generate
+--prompts-file (--batch prompts of one scenario per process, the prefix cache keeping the shared
+block) --stop-after-json, at most --unconstrained-tokens new tokens; the reply's first JSON
+object (the text from its first '{' read with json.JSONDecoder.raw_decode) must parse and
+validate. Each unconstrained reply is one of: valid; schema violation (the object parses, does
+not validate); invalid JSON (the turn ended, or the object closed, without a parseable object);
+truncated (the token cap came first: no object had closed).
+--constrained N runs the first N constrained decisions only (default all; 0: none), so the
+unconstrained run can be made alone (the states are the same: one seeded generator).
 
 Validation is this script's own (the schema subset the examples use: object / properties /
 required / enum / boolean / integer / number bounds / string maxLength), independent of the C++
@@ -139,7 +145,9 @@ def main():
     ap.add_argument("--laya-run", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--decisions", type=int, default=1000)
-    ap.add_argument("--unconstrained", type=int, default=90)
+    ap.add_argument("--constrained", type=int)
+    ap.add_argument("--unconstrained", type=int)
+    ap.add_argument("--unconstrained-tokens", type=int, default=128)
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
@@ -149,12 +157,15 @@ def main():
     rng = random.Random(a.seed)
     states = [(i % 3, GENERATORS[i % 3](rng)) for i in range(a.decisions)]
 
-    per = {n: {"decisions": 0, "valid": 0, "fallback": 0, "u_runs": 0, "u_parsed": 0, "u_valid": 0}
+    n_con = a.decisions if a.constrained is None else min(a.constrained, a.decisions)
+    n_unc = a.decisions if a.unconstrained is None else min(a.unconstrained, a.decisions)
+    per = {n: {"decisions": 0, "valid": 0, "fallback": 0, "u_runs": 0, "u_parsed": 0, "u_valid": 0,
+               "u_schema_violation": 0, "u_invalid_json": 0, "u_truncated": 0}
            for n in SCENARIOS}
     t0 = time.time()
     tps, ttft = [], []
     for s in range(3):
-        mine = [st for k, st in states if k == s]
+        mine = [st for k, st in states[:n_con] if k == s]
         for at in range(0, len(mine), a.batch):
             body = {k: v for k, v in examples[s].items() if k != "state"}
             body["states"] = mine[at:at + a.batch]
@@ -175,38 +186,66 @@ def main():
                                                         len(mine), time.time() - t0),
                   file=sys.stderr)
     t1 = time.time()
-    for i, (s, st) in enumerate(states[:a.unconstrained]):
+    # Batches of one scenario's prompts, the scenarios taking turns (a partial run stays even).
+    todo = [[(i, st) for i, (k, st) in enumerate(states[:n_unc]) if k == s] for s in range(3)]
+    batches = []
+    for at in range(0, max(len(t) for t in todo), a.batch):
+        batches += [(s, todo[s][at:at + a.batch]) for s in range(3) if todo[s][at:at + a.batch]]
+    done = 0
+    replies = []
+    for s, items in batches:
         ex = examples[s]
-        p = subprocess.run([a.laya_run, "generate", "--model", a.model, "--prompt",
-                            chatml_prompt(ex, st), "--max-tokens", str(ex["max_tokens"]),
-                            "--threads", str(a.threads), "--json"],
-                           capture_output=True, check=False)
+        prompts = {"prompts": [chatml_prompt(ex, st) for _, st in items]}
+        p = subprocess.run([a.laya_run, "generate", "--model", a.model, "--prompts-file", "-",
+                            "--max-tokens", str(a.unconstrained_tokens), "--stop-after-json",
+                            "--prefix-block", "16", "--threads", str(a.threads), "--json"],
+                           input=dumps(prompts).encode(), capture_output=True, check=False)
         if p.returncode != 0:
             sys.exit("laya-run generate failed: " + p.stderr.decode())
-        text = json.loads(p.stdout)["text"]
-        v = first_json_object(text)
-        c = per[SCENARIOS[s]]
-        c["u_runs"] += 1
-        c["u_parsed"] += v is not None
-        c["u_valid"] += v is not None and valid(ex["schema"], v)
-        if i % 10 == 9:
-            print("unconstrained: %d / %d (%.0f s)" % (i + 1, a.unconstrained, time.time() - t1),
-                  file=sys.stderr)
+        for (i, _), line in zip(items, p.stdout.decode().splitlines()):
+            r = json.loads(line)
+            v = first_json_object(r["text"])
+            c = per[SCENARIOS[s]]
+            c["u_runs"] += 1
+            c["u_parsed"] += v is not None
+            ok = v is not None and valid(ex["schema"], v)
+            c["u_valid"] += ok
+            if v is not None:
+                c["u_schema_violation"] += not ok
+                kind = "valid" if ok else "schema_violation"
+            elif r["finish_reason"] == "length":
+                c["u_truncated"] += 1
+                kind = "truncated"
+            else:
+                c["u_invalid_json"] += 1
+                kind = "invalid_json"
+            replies.append({"i": i, "scenario": SCENARIOS[s], "kind": kind,
+                            "finish_reason": r["finish_reason"], "tokens": len(r["ids"]),
+                            "text": r["text"]})
+        done += len(items)
+        if a.json:  # what has run so far, for a run cut short
+            json.dump({"unconstrained_replies": replies}, open(a.json + ".partial", "w"))
+        print("unconstrained: %d / %d (%.0f s)" % (done, n_unc, time.time() - t1),
+              file=sys.stderr)
     t2 = time.time()
     tot = {k: sum(c[k] for c in per.values()) for k in next(iter(per.values()))}
     tps.sort()
     ttft.sort()
-    out = {"per_scenario": per, "total": tot, "constrained_s": round(t1 - t0, 1),
+    out = {"per_scenario": per, "total": tot, "unconstrained_tokens": a.unconstrained_tokens,
+           "constrained_s": round(t1 - t0, 1),
            "unconstrained_s": round(t2 - t1, 1),
            "median_decode_tokens_per_s": tps[len(tps) // 2] if tps else 0,
            "median_ttft_ms": ttft[len(ttft) // 2] if ttft else 0}
-    print("| scenario | constrained: valid / decisions (fallbacks) | unconstrained: parsed, valid / runs |")
-    print("|---|---|---|")
+    print("| scenario | constrained: valid / decisions (fallbacks) | unconstrained: valid / runs "
+          "| schema violation | invalid JSON | truncated |")
+    print("|---|---|---|---|---|---|")
     for n, c in list(per.items()) + [("all", tot)]:
-        print("| %s | %d / %d (%d) | %d, %d / %d |" % (n, c["valid"], c["decisions"], c["fallback"],
-                                                      c["u_parsed"], c["u_valid"], c["u_runs"]))
+        print("| %s | %d / %d (%d) | %d / %d | %d | %d | %d |" % (
+            n, c["valid"], c["decisions"], c["fallback"], c["u_valid"], c["u_runs"],
+            c["u_schema_violation"], c["u_invalid_json"], c["u_truncated"]))
     print(json.dumps(out))
     if a.json:
+        out["unconstrained_replies"] = replies
         json.dump(out, open(a.json, "w"), indent=1)
     return 0 if tot["valid"] == tot["decisions"] else 1
 

@@ -36,6 +36,7 @@ namespace laya {
   X(kFailedPrecondition, 103, "wrong lifecycle phase")                             \
   X(kResourceExhausted, 104, "memory region too small")                            \
   X(kIndexOutOfRange, 105, "index read from a tensor is out of range")             \
+  X(kDeadlineExceeded, 106, "deadline passed")                                     \
   /* 11x: a decision request is refused (the HTTP status) */                       \
   X(kRequestInvalid, 110, "bad request (HTTP 400)")                                \
   X(kRequestTooLarge, 111, "request over a limit (HTTP 413)")                      \

@@ -232,7 +232,8 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
       if (use_prefix) LAYA_RETURN_IF_ERROR(req.prefix_cache->store(req.prompt, req.seq));
     }
     if (static_cast<int64_t>(out->size()) >= req.max_tokens ||
-        std::find(req.stop.begin(), req.stop.end(), next) != req.stop.end())
+        std::find(req.stop.begin(), req.stop.end(), next) != req.stop.end() ||
+        (req.done != nullptr && req.done(*out, req.done_ctx)))
       return Status::ok();
     const int32_t one[1] = {next};
     double execute_ms = 0;

@@ -81,6 +81,10 @@ struct GenerateRequest {
   std::span<const int32_t> stop;    // ids that end generation (included in the output)
   PickToken pick = greedy_token;
   void* pick_ctx = nullptr;
+  // Optional: called after each picked token with the new tokens so far (the last one included);
+  // true ends generation there, as a stop id does. `done_ctx` is the caller's.
+  bool (*done)(std::span<const int32_t> out, void* ctx) = nullptr;
+  void* done_ctx = nullptr;
   // Optional (borrowed), over the runner's KV cache: when `seq` is empty, the prompt's longest
   // cached prefix is copied in and only the rest is prefilled; once the first token is picked the
   // prompt's whole blocks are stored. Outputs are the same as without it.

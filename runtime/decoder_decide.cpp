@@ -28,6 +28,10 @@ double ms_since(Clock::time_point t0) {
 Value num4(double v) {
   return Value::number(decision::py::round(v, 4));
 }
+// Timings: milliseconds and tokens per second to 0.1.
+Value num1(double v) {
+  return Value::number(decision::py::round(v, 1));
+}
 
 // The chat template's text around one user message (and the system message when given): the
 // user content goes between head and tail.
@@ -523,7 +527,12 @@ Result<json::Value> DecoderDecider::decide(const DecoderRequest& req,
 Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
                                                   const DecoderRequest& req,
                                                   const DecoderDecideOptions& opts) {
-  const Clock::time_point t0 = Clock::now();
+  const Clock::time_point origin = Clock::now();
+  auto now_ms = [&] {
+    return opts.clock_ms != nullptr ? opts.clock_ms(opts.clock_ctx) : ms_since(origin);
+  };
+  const double t0 = now_ms();
+  auto ms_since_t0 = [&] { return now_ms() - t0; };
   const DecoderSchemaRequest& sr = req.schema_request;
   LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> ta, automaton(sr.schema));
   const grammar::CharAutomaton& chars = ta->chars();
@@ -536,7 +545,7 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
 
   LAYA_ASSIGN_OR_RETURN(const int64_t hit,
                         prefill_prompt(prompt.ids, std::span(prompt.ids).first(prompt.shared)));
-  const double prefill_ms = ms_since(t0);
+  const double prefill_ms = ms_since_t0();
 
   grammar::GrammarMatcher m(ta.get());
   std::string text;
@@ -544,17 +553,20 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
   std::vector<float> slot_logits(static_cast<size_t>(V));
   Value fields = Value::object();
   bool overrun = false;
+  StatusCode overrun_code = StatusCode::kOk;
   std::string overrun_why;
   const float* logits = runner_->last_logits().data();
   auto budget = [&](size_t more) {
     if (out_ids.size() + more > static_cast<size_t>(sr.max_tokens)) {
       overrun = true;
+      overrun_code = StatusCode::kResourceExhausted;
       overrun_why =
           "the decision needs more than max_tokens " + std::to_string(sr.max_tokens) + " tokens";
       return false;
     }
-    if (sr.deadline_ms && ms_since(t0) > static_cast<double>(*sr.deadline_ms)) {
+    if (sr.deadline_ms && ms_since_t0() > static_cast<double>(*sr.deadline_ms)) {
       overrun = true;
+      overrun_code = StatusCode::kDeadlineExceeded;
       overrun_why = "the decision passed deadline_ms " + std::to_string(*sr.deadline_ms);
       return false;
     }
@@ -589,7 +601,7 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
                         "the forced text '" + forced + "' does not tokenize within the grammar");
       if (!budget(ids.size())) break;
       LAYA_RETURN_IF_ERROR(commit(ids, forced));
-      if (first_token_ms < 0) first_token_ms = ms_since(t0);
+      if (first_token_ms < 0) first_token_ms = ms_since_t0();
       continue;
     }
     if (!score_slot) {
@@ -607,7 +619,7 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
         if (vocab_->is_stop(id)) break;  // the document is complete
         if (!budget(1)) break;
         LAYA_RETURN_IF_ERROR(commit({id}, vocab_->piece(id)));
-        if (first_token_ms < 0) first_token_ms = ms_since(t0);
+        if (first_token_ms < 0) first_token_ms = ms_since_t0();
         continue;
       }
     }
@@ -682,16 +694,16 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
     if (!budget(option_ids[pick].size())) break;
     LAYA_RETURN_IF_ERROR(m.accept_bytes(sl.texts[pick].data(), sl.texts[pick].size()));
     LAYA_RETURN_IF_ERROR(commit(option_ids[pick], sl.texts[pick]));
-    if (first_token_ms < 0) first_token_ms = ms_since(t0);
+    if (first_token_ms < 0) first_token_ms = ms_since_t0();
     fields.set(path, std::move(field));
   }
-  const double total_ms = ms_since(t0);
+  const double total_ms = ms_since_t0();
   LAYA_RETURN_IF_ERROR(cache_->remove(seq_));
 
   Value decision;
   if (overrun) {
     if (!sr.fallback)
-      return Status(StatusCode::kResourceExhausted,
+      return Status(overrun_code,
                     overrun_why + ", and the request has no fallback (nor the schema a default)");
     decision = *sr.fallback;
     fields = Value::object();
@@ -711,13 +723,12 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
   usage.set("prefix_hit_tokens", Value::integer(hit));
   usage.set("output_tokens", Value::integer(static_cast<int64_t>(out_ids.size())));
   Value timings = Value::object();
-  timings.set("load_ms", Value::number(opts.load_ms));
-  timings.set("ttft_ms", Value::number(first_token_ms < 0 ? prefill_ms : first_token_ms));
-  timings.set("prefill_ms", Value::number(prefill_ms));
+  timings.set("load_ms", num1(opts.load_ms));
+  timings.set("ttft_ms", num1(first_token_ms < 0 ? prefill_ms : first_token_ms));
+  timings.set("prefill_ms", num1(prefill_ms));
   const double decode_ms = total_ms - prefill_ms;
   timings.set("decode_tokens_per_s",
-              Value::number(decode_ms > 0 ? static_cast<double>(out_ids.size()) * 1000.0 / decode_ms
-                                          : 0.0));
+              num1(decode_ms > 0 ? static_cast<double>(out_ids.size()) * 1000.0 / decode_ms : 0.0));
   Value pc = Value::object();
   const PrefixCacheStats after = prefix_ ? prefix_->stats() : PrefixCacheStats{};
   pc.set("hits", Value::integer(after.hits - before.hits));

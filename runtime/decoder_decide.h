@@ -37,7 +37,9 @@
 //             deadline_ms (from the start of that state's decision) the result is the fallback:
 //             the request's `fallback`, else the schema's top-level `default` (both validated
 //             when the request is read), with "fallback": true; with neither the decision fails
-//             (kDeadlineExceeded / kResourceExhausted). A decision text is parsed and checked
+//             (kDeadlineExceeded past deadline_ms, kResourceExhausted past max_tokens). Both are
+//             checked before each append (forced text, one token, a chosen option); the deadline
+//             against DecoderDecideOptions::clock_ms. A decision text is parsed and checked
 //             with grammar::schema_validate before it is returned (kInternal otherwise).
 //             Result: {"decision", "fields", "fallback", "usage" {input_tokens,
 //             prefix_hit_tokens, output_tokens}, "timings" {load_ms, ttft_ms, prefill_ms,
@@ -157,6 +159,11 @@ Result<std::vector<int32_t>> option_label_ids(const tok::Tokenizer& tok, size_t 
 struct DecoderDecideOptions {
   SamplerConfig sampler;  // greedy by default; its stop ids are ignored (DecoderText's count)
   double load_ms = 0;     // reported in timings
+  // The clock deadline_ms and the timings read: milliseconds since any fixed origin, never
+  // decreasing. Null: std::chrono::steady_clock. Tests inject one (a deterministic deadline
+  // overrun). `clock_ctx` is the caller's, borrowed for the call.
+  double (*clock_ms)(void* ctx) = nullptr;
+  void* clock_ctx = nullptr;
 };
 
 // Label logits of one state's questions (before temperature): scores[j][i] is option slot i of

@@ -105,6 +105,19 @@ TEST_CASE("generate over the KV cache equals recompute on the tiny llama and qwe
         req.max_tokens = 6;
         REQUIRE(c.runner->generate(req, &got, nullptr).is_ok());
         CHECK(got == std::vector<int32_t>(want.begin(), want.begin() + 6));
+        // `done` sees the new tokens so far and ends generation after the fourth.
+        c.cache->clear();
+        req.seq = 0;
+        req.max_tokens = kNew;
+        std::vector<size_t> seen;
+        req.done = [](std::span<const int32_t> out, void* ctx) {
+          static_cast<std::vector<size_t>*>(ctx)->push_back(out.size());
+          return out.size() == 4;
+        };
+        req.done_ctx = &seen;
+        REQUIRE(c.runner->generate(req, &got, nullptr).is_ok());
+        CHECK(got == std::vector<int32_t>(want.begin(), want.begin() + 4));
+        CHECK(seen == std::vector<size_t>{1, 2, 3, 4});
       }
 }
 

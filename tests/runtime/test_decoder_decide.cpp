@@ -6,10 +6,14 @@
 //    again, the system block restored from the prefix cache for the next state) equal a fresh
 //    forward of the whole prompt; the answers' probabilities equal softmax(those / T);
 //  - schema: every example and random schemas (tests/runtime/grammar_random.h) give decisions
-//    that validate, fields whose probabilities sum to 1, the fallback on a budget overrun, the
-//    refusals of bad fallbacks, needs_review under a high gate.
+//    that validate, fields whose probabilities sum to 1, the fallback on a budget overrun and on
+//    a deadline overrun (an injected clock: kDeadlineExceeded without a fallback), the refusals
+//    of bad fallbacks, needs_review under a high gate;
+//  - a multi-token option (options sharing first tokens too): log P is the sum over its tokens
+//    of the grammar-masked log-softmax, against fresh forwards of the prompt + its tokens.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -41,6 +45,7 @@ struct Fixture {
   std::unique_ptr<test::Cached> dec;
   std::unique_ptr<runtime::PrefixCache> prefix;
   std::unique_ptr<runtime::DecoderDecider> decider;
+  runtime::DecoderText text;  // a copy of the decider's
 
   // block 0: no prefix cache.
   Fixture(const std::string& path, const std::string& kernels, int64_t cells, int64_t block) {
@@ -65,14 +70,13 @@ struct Fixture {
       REQUIRE_MESSAGE(pc.is_ok(), pc.status().to_string());
       prefix = std::move(pc).value();
     }
-    runtime::DecoderText text;
     text.tokenizer = tokenizer.get();
     text.chat = *chat;
     text.add_bos = !chat->renders_bos();
     text.stop_ids = {tokenizer->token_to_id("<|im_end|>")};
     REQUIRE(text.stop_ids[0] >= 0);
-    auto d = runtime::DecoderDecider::create(*dec->runner, *dec->cache, prefix.get(),
-                                             std::move(text), decision::Temperatures{});
+    auto d = runtime::DecoderDecider::create(*dec->runner, *dec->cache, prefix.get(), text,
+                                             decision::Temperatures{});
     REQUIRE_MESSAGE(d.is_ok(), d.status().to_string());
     decider = std::move(d).value();
   }
@@ -390,4 +394,191 @@ TEST_CASE("decoder decisions on SmolLM2 (LAYA_SMOLLM2_GGUF)") {
   REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
   check_schema_result(*r, *body->find("schema"));
   CHECK(r->find("fallback")->as_bool() == false);
+}
+
+namespace {
+
+// DecoderDecideOptions::clock_ms for tests: every read moves the time on by `step` ms.
+struct StepClock {
+  double t = 0, step = 0;
+  static double read(void* ctx) {
+    StepClock& c = *static_cast<StepClock*>(ctx);
+    return c.t += c.step;
+  }
+  runtime::DecoderDecideOptions options() {
+    runtime::DecoderDecideOptions o;
+    o.clock_ms = read;
+    o.clock_ctx = this;
+    return o;
+  }
+};
+
+Value without(Value body, const char* key) {
+  auto& m = body.members();
+  m.erase(std::remove_if(m.begin(), m.end(), [&](const json::Member& x) { return x.key == key; }),
+          m.end());
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("decoder schema: deadline_ms overruns on an injected clock") {
+  Fixture fx(tiny_gguf(), "auto", 2048, 16);
+  auto example = json::parse(read_text(examples_dir() + "industrial-alarm.json"));
+  REQUIRE(example.is_ok());
+  const Value fallback = *example->find("fallback");
+  const Value body =
+      with(with(*example, "max_tokens", Value::integer(1000)), "deadline_ms", Value::integer(50));
+
+  // A clock that stands still: the deadline never passes and the model's decision comes back.
+  StepClock frozen;
+  auto in_time = fx.decider->decide(parse(json::dump(body)), frozen.options());
+  REQUIRE_MESSAGE(in_time.is_ok(), in_time.status().to_string());
+  check_schema_result(*in_time, *example->find("schema"));
+  CHECK(in_time->find("fallback")->as_bool() == false);
+  const int64_t tokens = in_time->find("usage")->find("output_tokens")->as_int64().value();
+  // 1 ms a read, a deadline of 4 ms: a few appends (the clock is read once before each, and for
+  // the prefill's timing), then the decision stops part way and returns the request's fallback,
+  // flagged, without fields.
+  StepClock ms{0, 1};
+  const Value mid_body = with(body, "deadline_ms", Value::integer(4));
+  auto mid = fx.decider->decide(parse(json::dump(mid_body)), ms.options());
+  REQUIRE_MESSAGE(mid.is_ok(), mid.status().to_string());
+  CHECK(mid->find("fallback")->as_bool());
+  CHECK(*mid->find("decision") == fallback);
+  CHECK(mid->find("fields")->members().empty());
+  const int64_t mid_tokens = mid->find("usage")->find("output_tokens")->as_int64().value();
+  CHECK(mid_tokens > 0);
+  CHECK(mid_tokens < tokens);
+  CHECK(fx.dec->cache->seq_length(0) == 0);
+
+  // 1 s a read: past the deadline before the first token.
+  StepClock fast{0, 1000};
+  auto late = fx.decider->decide(parse(json::dump(body)), fast.options());
+  REQUIRE_MESSAGE(late.is_ok(), late.status().to_string());
+  CHECK(late->find("fallback")->as_bool());
+  CHECK(*late->find("decision") == fallback);
+  CHECK(late->find("usage")->find("output_tokens")->as_int64() == 0);
+
+  // No fallback in the request: the schema's default, flagged.
+  Value schema = *example->find("schema");
+  schema.set("default", fallback);
+  const Value no_fb = without(body, "fallback");
+  StepClock fast2{0, 1000};
+  auto def = fx.decider->decide(parse(json::dump(with(no_fb, "schema", schema))), fast2.options());
+  REQUIRE_MESSAGE(def.is_ok(), def.status().to_string());
+  CHECK(def->find("fallback")->as_bool());
+  CHECK(*def->find("decision") == fallback);
+
+  // Neither: kDeadlineExceeded naming the deadline (a token budget overrun stays
+  // kResourceExhausted, checked above).
+  StepClock fast3{0, 1000};
+  auto none = fx.decider->decide(parse(json::dump(no_fb)), fast3.options());
+  REQUIRE(!none.is_ok());
+  CHECK(none.status().code() == StatusCode::kDeadlineExceeded);
+  CHECK(std::string(none.status().message()).find("deadline_ms 50") != std::string::npos);
+  CHECK(fx.dec->cache->seq_length(0) == 0);
+}
+
+namespace {
+
+// log softmax(logits)[id] over the ids `mask` allows (f32 [vocab] logits).
+double masked_log_softmax(const std::vector<float>& logits, const uint64_t* mask, int32_t id) {
+  double m = -INFINITY, sum = 0;
+  const size_t V = logits.size();
+  auto allowed = [&](size_t t) { return (mask[t / 64] >> (t % 64)) & 1; };
+  for (size_t t = 0; t < V; ++t)
+    if (allowed(t)) m = std::max(m, double{logits[t]});
+  for (size_t t = 0; t < V; ++t)
+    if (allowed(t)) sum += std::exp(double{logits[t]} - m);
+  return double{logits[static_cast<size_t>(id)]} - m - std::log(sum);
+}
+
+}  // namespace
+
+TEST_CASE("decoder schema: a multi-token option's log P is the sum over its tokens") {
+  // "cool" and "cooling_fan" share their first tokens, so the first token alone cannot tell them
+  // apart; every option text is several tokens of the tiny byte-level vocabulary.
+  Fixture fx(tiny_gguf(), "ref", 2048, 0);
+  const std::string body = R"({"state": {"temp_c": 31.5}, "max_tokens": 100, "schema": {
+      "type": "object", "properties": {"fan": {"enum": ["cool", "cooling_fan", "off"]}},
+      "required": ["fan"]}})";
+  const runtime::DecoderRequest req = parse(body);
+  const Value& schema = req.schema_request.schema;
+  auto ta = fx.decider->automaton(schema);
+  REQUIRE(ta.is_ok());
+  const grammar::CharAutomaton& chars = (*ta)->chars();
+  auto prompt = runtime::schema_prompt(fx.text, req.states[0], schema, req.system);
+  REQUIRE(prompt.is_ok());
+
+  // The forced text up to the slot ({"fan": ), tokenized as the decider appends it.
+  std::string forced;
+  int32_t f = grammar::CharAutomaton::start();
+  while (chars.entry_slot(f) < 0 && chars.forced_byte(f) >= 0) {
+    forced.push_back(static_cast<char>(chars.forced_byte(f)));
+    f = chars.next(f, static_cast<uint8_t>(forced.back()));
+  }
+  REQUIRE(chars.entry_slot(f) >= 0);
+  std::vector<int32_t> context = prompt->ids, forced_ids;
+  REQUIRE(fx.tokenizer->encode(forced, {}, &forced_ids).is_ok());
+  context.insert(context.end(), forced_ids.begin(), forced_ids.end());
+  grammar::GrammarMatcher at_slot(ta->get());
+  for (int32_t id : forced_ids) REQUIRE(at_slot.accept(id).is_ok());
+
+  // Each option's log P from fresh forwards of the context plus its tokens so far, and its first
+  // token's term alone.
+  const std::vector<std::string>& texts =
+      chars.slots()[static_cast<size_t>(chars.entry_slot(f))].texts;
+  REQUIRE(texts.size() == 3);
+  std::vector<double> logp, first;
+  std::vector<std::vector<int32_t>> option_ids;
+  for (const std::string& t : texts) {
+    CAPTURE(t);
+    std::vector<int32_t> ids;
+    REQUIRE(fx.tokenizer->encode(t, {}, &ids).is_ok());
+    REQUIRE(ids.size() >= 2);
+    grammar::GrammarMatcher walk = at_slot;
+    std::vector<int32_t> ctx = context;
+    double sum = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const double term = masked_log_softmax(fx.forward_last(ctx), walk.mask(), ids[i]);
+      if (i == 0) first.push_back(term);
+      sum += term;
+      REQUIRE(walk.accept(ids[i]).is_ok());
+      ctx.push_back(ids[i]);
+    }
+    logp.push_back(sum);
+    option_ids.push_back(ids);
+  }
+  REQUIRE(texts[0] == "\"cool\"");
+  REQUIRE(texts[1] == "\"cooling_fan\"");
+  CHECK(option_ids[0][0] == option_ids[1][0]);
+  CHECK(first[0] == first[1]);
+  auto softmax_d = [](const std::vector<double>& z) {
+    const double m = *std::max_element(z.begin(), z.end());
+    std::vector<double> p;
+    double s = 0;
+    for (double v : z) s += p.emplace_back(std::exp(v - m));
+    for (double& v : p) v /= s;
+    return p;
+  };
+  const std::vector<double> want = softmax_d(logp), first_only = softmax_d(first);
+
+  // The decider's probabilities (T = 1, rounded to 4 digits) are the sums', not the first
+  // tokens'; its pick is the most likely option.
+  auto r = fx.decider->decide(req, {});
+  REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+  const Value* probs = r->find("fields")->find("fan")->find("probabilities");
+  REQUIRE(probs != nullptr);
+  double apart = 0;
+  for (size_t o = 0; o < texts.size(); ++o) {
+    CAPTURE(texts[o]);
+    REQUIRE(probs->find(texts[o]) != nullptr);
+    CHECK(std::fabs(probs->find(texts[o])->as_double() - want[o]) <= 2e-4);
+    apart = std::max(apart, std::fabs(want[o] - first_only[o]));
+  }
+  CHECK(apart > 1e-2);  // the first token alone would give other probabilities
+  const size_t best =
+      static_cast<size_t>(std::max_element(want.begin(), want.end()) - want.begin());
+  CHECK(json::dump(*r->find("decision")->find("fan")) == texts[best]);
 }

@@ -198,10 +198,10 @@ fi
 expect 0 "usage: laya-run generate" -- generate --help
 expect 0 "usage: laya-run score" -- score --help
 expect 2 "generate needs --model" -- generate --ids 1,2
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec"
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec" --ids 1 --prompt x
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec" --chat x --prompt x
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT or --ids" -- generate --model "$dec" --chat x --ids 1
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec"
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --ids 1 --prompt x
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --chat x --prompt x
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --chat x --ids 1
 expect 2 "--ids item must be an integer in \[0, 2147483647\], got 'x'" -- generate --model "$dec" --ids 1,x
 expect 2 "--ids item must be an integer in \[0, 2147483647\], got ''" -- generate --model "$dec" --ids 1,,2
 expect 2 "--max-tokens must be an integer in \[1, 1000000\], got '0'" -- generate --model "$dec" --ids 1 --max-tokens 0
@@ -228,7 +228,7 @@ expect 1 "kIndexOutOfRange.*9000" -- generate --model "$dec" --ids 1,9000
 expect 1 "kIoError" -- generate --model "$tmp/missing.gguf" --ids 1
 expect 1 "kOutOfRange: 5000 tokens \(prompt and new ones\) exceed .*KV cache of 4096 cells" -- generate --model "$dec" --ids 1 --max-tokens 5000
 expect 0 "generated ids \(3, greedy\): [0-9]+, [0-9]+, [0-9]+$" -- generate --model "$dec" --ids 5,6,7 --max-tokens 3
-expect 0 '^\{"prompt_ids": \[5, 6, 7\], "ids": \[[0-9]+, [0-9]+\], "text": "", "timings": \{"load_ms": [0-9.e-]+, "prefill_ms": [0-9.e-]+, "first_token_ms": [0-9.e-]+, "total_ms": [0-9.e-]+, "prompt_tokens": 3, "tokens": 2, "prefill_chunks": 1, "decode_tokens_per_s": [0-9.e-]+\}\}$' -- generate --model "$dec" --ids 5,6,7 --max-tokens 2 --json
+expect 0 '^\{"prompt_ids": \[5, 6, 7\], "ids": \[[0-9]+, [0-9]+\], "text": "", "finish_reason": "length", "timings": \{"load_ms": [0-9.e-]+, "prefill_ms": [0-9.e-]+, "first_token_ms": [0-9.e-]+, "total_ms": [0-9.e-]+, "prompt_tokens": 3, "tokens": 2, "prefill_chunks": 1, "decode_tokens_per_s": [0-9.e-]+\}\}$' -- generate --model "$dec" --ids 5,6,7 --max-tokens 2 --json
 expect 0 '"prefill_chunks": 3' -- generate --model "$dec" --ids 5,6,7,8,9 --chunk 2 --max-tokens 2 --json
 ids_of() { sed 's/.*"ids": \[\([^]]*\)\].*/\1/'; }
 g6=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json | ids_of)
@@ -279,6 +279,15 @@ assert p["other"] > -1e-6 and abs(p["execute"] + p["runner"] + p["pick"] + p["ot
 else
   echo "FAIL: generate --profile --json: '$prof' (greedy '$g6')"; fails=$((fails + 1))
 fi
+# --prompts-file: needs --json, takes no warm prompt, wants a list of non-empty strings.
+printf '{"prompts": ["ab", "abc"]}' >"$tmp/prompts.json"
+printf '{"prompts": ["ab", 3]}' >"$tmp/bad_prompts.json"
+expect 2 "--prompts-file needs --json" -- generate --model "$dec" --prompts-file "$tmp/prompts.json"
+expect 2 "--prompts-file needs --json and takes no --warm-prompt" -- generate --model "$dec" --prompts-file "$tmp/prompts.json" --json --warm-ids 1
+expect 2 "generate needs one of" -- generate --model "$dec" --prompts-file "$tmp/prompts.json" --ids 1 --json
+expect 1 "every prompt must be a non-empty string" -- generate --model "$dec" --prompts-file "$tmp/bad_prompts.json" --json
+expect 1 "has no GGUF tokenizer for a --prompts-file prompt" -- generate --model "$dec" --prompts-file "$tmp/prompts.json" --json
+expect 1 "has no GGUF tokenizer for --stop-after-json" -- generate --model "$dec" --ids 1 --stop-after-json
 expect 2 "give one of --warm-prompt TEXT or --warm-ids" -- generate --model "$dec" --ids 1 --warm-ids 1 --warm-prompt x
 expect 2 "--prefix-block must be an integer in \[1, 4096\], got '0'" -- generate --model "$dec" --ids 1 --prefix-cache --prefix-block 0
 expect 1 "has no GGUF tokenizer for --warm-prompt; give --warm-ids" -- generate --model "$dec" --ids 1 --warm-prompt x
@@ -322,7 +331,52 @@ else
 fi
 # A GGUF (tiny random llama, fixtures): --prompt tokenized by its vocabulary, text decoded.
 if [[ -n "${5:-}" ]]; then
-  expect 0 '^\{"prompt_ids": \[97, 98\], "ids": \[[0-9]+(, [0-9]+){2}\], "text": "[^"]*", "timings"' -- generate --model "$5" --prompt ab --max-tokens 3 --json
+  expect 0 '^\{"prompt_ids": \[97, 98\], "ids": \[[0-9]+(, [0-9]+){2}\], "text": "[^"]*", "finish_reason": "(length|stop)", "timings"' -- generate --model "$5" --prompt ab --max-tokens 3 --json
+  # --prompts-file: one line per prompt, the ids each prompt gets alone (the second reusing the
+  # first's cached block).
+  batch=$("$run" generate --model "$5" --prompts-file "$tmp/prompts.json" --max-tokens 4 --prefix-block 2 --json)
+  alone_ab=$("$run" generate --model "$5" --prompt ab --max-tokens 4 --json | ids_of)
+  alone_abc=$("$run" generate --model "$5" --prompt abc --max-tokens 4 --json | ids_of)
+  if [[ $(wc -l <<<"$batch") -eq 2 && "$(head -1 <<<"$batch" | ids_of)" == "$alone_ab" &&
+        "$(tail -1 <<<"$batch" | ids_of)" == "$alone_abc" && "$(tail -1 <<<"$batch")" == *'"hit_tokens": 2,'* ]]; then
+    echo "ok:   generate --prompts-file: two lines, each prompt's ids as alone; the prefix reused"
+  else
+    echo "FAIL: generate --prompts-file: '$batch' vs '$alone_ab' / '$alone_abc'"; fails=$((fails + 1))
+  fi
+  # --stop-after-json: a near-uniform sampled reply that opens and closes a JSON object ends where
+  # it closes (finish_reason "json"); without the flag the same seed draws the same ids and goes on.
+  json_seed=""
+  for seed in $(seq 1 60); do
+    cut=$("$run" generate --model "$5" --prompt ab --max-tokens 200 --temperature 100 --seed "$seed" --json --stop-after-json)
+    if [[ "$cut" == *'"finish_reason": "json"'* ]]; then
+      full=$("$run" generate --model "$5" --prompt ab --max-tokens 200 --temperature 100 --seed "$seed" --json)
+      json_seed=$seed
+      break
+    fi
+  done
+  if [[ -n "$json_seed" ]] && python3 -c '
+import json, sys
+cut, full = (json.loads(a) for a in sys.argv[1:3])
+assert full["ids"][:len(cut["ids"])] == cut["ids"] and len(full["ids"]) > len(cut["ids"])
+text = cut["text"]
+depth, in_str, esc, closes = 0, False, False, []
+for i, c in enumerate(text[text.index("{"):]):
+    if in_str:
+        esc, in_str = (False, in_str) if esc else (c == "\\", c != "\"")
+    elif c == "\"":
+        in_str = True
+    elif c in "{[":
+        depth += 1
+    elif c in "}]":
+        depth -= 1
+        if depth == 0:
+            closes.append(i)
+# The object closes in the last token (a piece of a few bytes at most in this vocabulary).
+assert closes and len(text[text.index("{"):]) - (closes[0] + 1) < 8, (text, closes)' "$cut" "$full"; then
+    echo "ok:   generate --stop-after-json (seed $json_seed): stops where the first object closes"
+  else
+    echo "FAIL: generate --stop-after-json: seed '$json_seed' '${cut:-}'"; fails=$((fails + 1))
+  fi
   expect 1 "kOutOfRange: 100004 tokens \(prompt and new ones\) exceed .*context of 256" -- generate --model "$5" --ids 5,6,7,8,9 --max-tokens 100000
   expect 0 '^\{"positions": \[\{"top_ids": \[[0-9]+\]' -- score --model "$5" --ids-file "$tmp/ids.json" --top 1
   # The tiny GGUF has no tokenizer.chat_template: --chat is the chat_template error.

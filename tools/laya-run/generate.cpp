@@ -1,8 +1,9 @@
 // laya-run generate / score: a decoder (a GGUF file, or a .laya decoder over a KV cache) run by
 // runtime/decoder.h: the prompt prefilled in chunks, then one decode step per new token.
 //
-//   laya-run generate --model M (--prompt TEXT | --chat TEXT | --ids 1,2,3) [--max-tokens N]
-//                     [--temperature T] [--top-k K] [--top-p P] [--seed S] [--json]
+//   laya-run generate --model M (--prompt TEXT | --chat TEXT | --ids 1,2,3 | --prompts-file F)
+//                     [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//                     [--json] [--stop-after-json]
 //                     [--prefix-cache [--warm-prompt TEXT | --warm-ids 1,2,3]]
 //   laya-run score --model M --ids-file F.json [--top K] [--last]
 //
@@ -10,6 +11,7 @@
 // arguments.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -45,8 +47,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kGenerateUsage =
     "usage: laya-run generate --model M.gguf|M.laya (--prompt TEXT | --chat TEXT | --ids "
-    "ID,ID,...)\n"
-    "                         [options]\n"
+    "ID,ID,...\n"
+    "                         | --prompts-file F) [options]\n"
     "\n"
     "Generation from a decoder over a KV cache: a GGUF file (llama / qwen2, imported as it is\n"
     "read) or a .laya decoder graph with a KV cache (states; laya-convert MODEL.gguf embeds the\n"
@@ -63,6 +65,9 @@ constexpr const char* kGenerateUsage =
     "                   (ChatML: SmolLM2, Qwen2; Llama 3), with the assistant prompt after it;\n"
     "                   a model without a known template fails (exit 1)\n"
     "  --ids ID,ID,...  the prompt as token ids\n"
+    "  --prompts-file F a JSON file {\"prompts\": [TEXT, ...]} (\"-\": stdin): each prompt as\n"
+    "                   --prompt, one after the other in one process with --prefix-cache on;\n"
+    "                   needs --json and prints one line per prompt\n"
     "  --max-tokens N   tokens to generate, 1..1000000 (default 16)\n"
     "  --temperature T  sample at temperature T, 0..100 (0: greedy; default 1 when any\n"
     "                   sampling option is given)\n"
@@ -73,8 +78,12 @@ constexpr const char* kGenerateUsage =
     "                   and options give the same ids (runtime/sampler.h)\n"
     "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
     "  --json           print {\"prompt_ids\": [...], \"ids\": [...], \"text\": \"...\",\n"
-    "                   \"timings\": {...}} (text: the new ids decoded, special tokens\n"
-    "                   skipped; \"\" without a tokenizer)\n"
+    "                   \"finish_reason\": R, \"timings\": {...}} (text: the new ids decoded,\n"
+    "                   special tokens skipped; \"\" without a tokenizer; R: \"stop\" at a stop\n"
+    "                   id, \"length\" after --max-tokens, \"json\" by --stop-after-json)\n"
+    "  --stop-after-json\n"
+    "                   also stop once the reply's first JSON object (from its first '{')\n"
+    "                   has closed (brackets counted outside strings)\n"
     "  --profile        time every node of every decode step and print the decode step's\n"
     "                   cost per token: per op (matmuls per weight type), the runner around\n"
     "                   execute (cache cells, reshape), the picker and the rest; --json adds\n"
@@ -168,6 +177,44 @@ int32_t sample_token(std::span<const float> logits, void* ctx) {
   return static_cast<Sampler*>(ctx)->sample(logits.data(), nullptr);
 }
 
+// GenerateRequest::done for --stop-after-json: true once the brackets opened from the reply's
+// first '{' are all closed again (outside JSON strings). Each new token's bytes are scanned once.
+struct JsonEnd {
+  const tok::Tokenizer* tokenizer = nullptr;  // borrowed
+  size_t scanned = 0;                         // tokens scanned
+  int depth = 0;
+  bool started = false, in_string = false, escaped = false, closed = false;
+
+  static bool done(std::span<const int32_t> out, void* ctx) {
+    JsonEnd& j = *static_cast<JsonEnd*>(ctx);
+    std::string piece;
+    for (; j.scanned < out.size() && !j.closed; ++j.scanned) {
+      if (!j.tokenizer->token_to_piece(out[j.scanned], false, &piece).is_ok()) continue;
+      for (const char c : piece) {
+        if (!j.started) {
+          j.started = c == '{';
+          j.depth = j.started ? 1 : 0;
+        } else if (j.in_string) {
+          if (j.escaped)
+            j.escaped = false;
+          else if (c == '\\')
+            j.escaped = true;
+          else if (c == '"')
+            j.in_string = false;
+        } else if (c == '"') {
+          j.in_string = true;
+        } else if (c == '{' || c == '[') {
+          ++j.depth;
+        } else if ((c == '}' || c == ']') && --j.depth == 0) {
+          j.closed = true;
+          break;
+        }
+      }
+    }
+    return j.closed;
+  }
+};
+
 std::string id_list(const std::vector<int32_t>& v) {
   std::string out;
   for (int32_t x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
@@ -249,10 +296,10 @@ std::string kernels_label(const std::string& k) {
 
 int cmd_generate(int argc, char** argv) {
   DecoderOptions common;
-  bool json = false;
+  bool json = false, stop_after_json = false;
   bool prefix_cache = false;
   bool profile = false;
-  std::string prompt_text, chat_text, ids_text, warm_text, warm_ids_text;
+  std::string prompt_text, chat_text, ids_text, prompts_file, warm_text, warm_ids_text;
   int64_t max_tokens = 16, prefix_block = 32;
   // Sampling options; the parser writes only given ones, so values outside the ranges mark
   // the absent ones.
@@ -264,6 +311,7 @@ int cmd_generate(int argc, char** argv) {
   p.text("prompt", &prompt_text);
   p.text("chat", &chat_text);
   p.text("ids", &ids_text);
+  p.text("prompts-file", &prompts_file);
   p.integer("max-tokens", 1, 1000000, &max_tokens);
   p.number("temperature", 0, 100, &temperature);
   p.integer("top-k", 0, 1000000, &top_k);
@@ -271,6 +319,7 @@ int cmd_generate(int argc, char** argv) {
   p.integer("seed", 0, INT64_MAX, &seed);
   p.flag("json", &json);
   p.flag("profile", &profile);
+  p.flag("stop-after-json", &stop_after_json);
   p.flag("prefix-cache", &prefix_cache);
   p.integer("prefix-block", 1, 4096, &prefix_block);
   p.text("warm-prompt", &warm_text);
@@ -285,16 +334,22 @@ int cmd_generate(int argc, char** argv) {
   if (common.model.empty())
     return usage_error("generate needs --model M.gguf|M.laya", kGenerateUsage);
   const bool has_prompt = !prompt_text.empty(), has_chat = !chat_text.empty();
-  if (has_prompt + has_chat + !ids_text.empty() != 1)
-    return usage_error("generate needs one of --prompt TEXT, --chat TEXT or --ids ID,ID,...",
-                       kGenerateUsage);
+  const bool batch = !prompts_file.empty();
+  if (has_prompt + has_chat + !ids_text.empty() + batch != 1)
+    return usage_error(
+        "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F",
+        kGenerateUsage);
   if (!warm_text.empty() && !warm_ids_text.empty())
     return usage_error("give one of --warm-prompt TEXT or --warm-ids ID,ID,...", kGenerateUsage);
   const bool warm = !warm_text.empty() || !warm_ids_text.empty();
-  prefix_cache = prefix_cache || warm;
-  std::vector<int32_t> prompt, warm_prompt;
+  if (batch && (!json || warm))
+    return usage_error("--prompts-file needs --json and takes no --warm-prompt / --warm-ids",
+                       kGenerateUsage);
+  prefix_cache = prefix_cache || warm || batch;
+  std::vector<std::vector<int32_t>> prompts(1);
+  std::vector<int32_t> warm_prompt;
   std::string err;
-  if (!ids_text.empty() && !parse_ids(ids_text, &prompt, &err))
+  if (!ids_text.empty() && !parse_ids(ids_text, &prompts[0], &err))
     return usage_error(err, kGenerateUsage);
   SamplerConfig sc;
   const bool sampling = temperature >= 0 || top_k >= 0 || top_p >= 0 || seed >= 0;
@@ -309,11 +364,31 @@ int cmd_generate(int argc, char** argv) {
   runtime::SessionOptions so;
   err = common.session_options(&so);
   if (!err.empty()) return usage_error(err, kGenerateUsage);
+  std::vector<std::string> batch_texts;
+  if (batch) {
+    Result<std::string> body = read_request_file(prompts_file);
+    if (!body.is_ok()) return fail(body.status());
+    Result<json::Value> doc = json::parse(*body, {}, prompts_file);
+    if (!doc.is_ok()) return fail(doc.status());
+    const json::Value* list = doc->find("prompts");
+    if (list == nullptr || !list->is_array() || list->items().empty())
+      return fail(Status(StatusCode::kInvalidArgument,
+                         prompts_file + ": wants {\"prompts\": [TEXT, ...]} with one or more"));
+    for (const json::Value& v : list->items()) {
+      if (!v.is_string() || v.as_string().empty())
+        return fail(Status(StatusCode::kInvalidArgument,
+                           prompts_file + ": every prompt must be a non-empty string"));
+      batch_texts.emplace_back(v.as_string());
+    }
+  }
 
   const Clock::time_point load_start = Clock::now();
   Decoder d;
   Status st = d.open(common.model);
   if (!st.is_ok()) return fail(st);
+  if (stop_after_json && d.tokenizer == nullptr)
+    return fail(Status(StatusCode::kInvalidArgument,
+                       common.model + " has no GGUF tokenizer for --stop-after-json"));
   // Text -> ids as llama.cpp tokenizes (BOS per add_bos_token).
   auto encode = [&](const std::string& text, const char* flag, const char* ids_flag,
                     std::vector<int32_t>* out) {
@@ -327,8 +402,14 @@ int cmd_generate(int argc, char** argv) {
       return Status(StatusCode::kInvalidArgument, std::string(flag) + " gives no tokens");
     return Status::ok();
   };
-  if (has_prompt && !(st = encode(prompt_text, "--prompt", "--ids", &prompt)).is_ok())
+  if (has_prompt && !(st = encode(prompt_text, "--prompt", "--ids", &prompts[0])).is_ok())
     return fail(st);
+  if (batch) {
+    prompts.resize(batch_texts.size());
+    for (size_t i = 0; i < batch_texts.size(); ++i)
+      if (!(st = encode(batch_texts[i], "a --prompts-file prompt", "--ids", &prompts[i])).is_ok())
+        return fail(st);
+  }
   // --chat: the message rendered with the model's template, tokenized with its special tokens;
   // the template's end-of-turn token stops generation.
   if (has_chat) {
@@ -348,7 +429,7 @@ int cmd_generate(int argc, char** argv) {
     if (!text.is_ok()) return fail(text.status());
     tok::EncodeOptions eo;
     eo.add_special_tokens = !tmpl->renders_bos();
-    if (!(st = d.tokenizer->encode(*text, eo, &prompt)).is_ok()) return fail(st);
+    if (!(st = d.tokenizer->encode(*text, eo, &prompts[0])).is_ok()) return fail(st);
     const char* end_of_turn = tmpl->format() == ChatFormat::kChatMl ? "<|im_end|>" : "<|eot_id|>";
     const int32_t eot = d.tokenizer->token_to_id(end_of_turn);
     if (eot < 0)
@@ -361,9 +442,10 @@ int cmd_generate(int argc, char** argv) {
       !(st = encode(warm_text, "--warm-prompt", "--warm-ids", &warm_prompt)).is_ok())
     return fail(st);
   // The cache holds the prompt and every new token but the last (nothing reads its logits); the
-  // prefix cache's two slots hold up to the longer prompt's whole blocks each.
-  const int64_t longest =
-      std::max(static_cast<int64_t>(prompt.size()), static_cast<int64_t>(warm_prompt.size()));
+  // prefix cache's two slots hold up to the longest prompt's whole blocks each.
+  int64_t longest = static_cast<int64_t>(warm_prompt.size());
+  for (const std::vector<int32_t>& pr : prompts)
+    longest = std::max(longest, static_cast<int64_t>(pr.size()));
   const int64_t tokens = longest + max_tokens - 1;
   constexpr int32_t kPrefixSlots = 2;
   const int64_t prefix_tokens =
@@ -396,116 +478,132 @@ int cmd_generate(int argc, char** argv) {
 
   if (d.eos >= 0 && std::find(sc.stop_ids.begin(), sc.stop_ids.end(), d.eos) == sc.stop_ids.end())
     sc.stop_ids.push_back(d.eos);
-  Result<Sampler> sampler = Sampler::create(sc, static_cast<int32_t>(d.runner->vocab()));
-  if (!sampler.is_ok()) return fail(sampler.status());
-  std::vector<int32_t> ids;
-  runtime::DecoderStats stats;
-  runtime::GenerateRequest req;
-  req.prompt = prompt;
-  req.max_tokens = max_tokens;
-  req.prefix_cache = pc.get();
-  req.stop = sampler->config().stop_ids;
-  req.pick = sample_token;
-  req.pick_ctx = &*sampler;
-  NodeTimes node_times;
-  const hal::ProfileSink sink{on_decode_node, &node_times};
-  if (profile) {
-    node_times.ms.assign(d.graph.nodes.size(), 0.0);
-    req.decode_profile = &sink;
-  }
-  st = d.runner->generate(req, &ids, &stats);
-  if (!st.is_ok()) return fail(st);
-  std::string text;
-  if (d.tokenizer != nullptr) {
-    st = d.tokenizer->decode(ids, /*skip_special=*/true, &text);
-    if (!st.is_ok()) return fail(st);
-  }
-  const double total_ms = stats.token_ms.back();
-  const DecodeProfile prof = decode_profile(d.graph, node_times, stats);
-  if (json) {
-    json::Value t = json::Value::object();
-    t.set("load_ms", json::Value::number(stats.load_ms));
-    t.set("prefill_ms", json::Value::number(stats.prefill_end_ms));
-    t.set("first_token_ms", json::Value::number(stats.first_token_ms));
-    t.set("total_ms", json::Value::number(total_ms));
-    t.set("prompt_tokens", json::Value::integer(stats.prompt_tokens));
-    t.set("tokens", json::Value::integer(static_cast<int64_t>(ids.size())));
-    t.set("prefill_chunks", json::Value::integer(stats.prefill_steps));
-    t.set("decode_tokens_per_s", json::Value::number(stats.decode_tokens_per_s()));
-    if (pc != nullptr) {
-      const runtime::PrefixCacheStats& ps = pc->stats();
-      json::Value c = json::Value::object();
-      c.set("hit_tokens", json::Value::integer(stats.prefix_hit_tokens));
-      c.set("block_tokens", json::Value::integer(pc->block_tokens()));
-      c.set("lookups", json::Value::integer(ps.lookups));
-      c.set("hits", json::Value::integer(ps.hits));
-      c.set("misses", json::Value::integer(ps.misses));
-      c.set("evictions", json::Value::integer(ps.evictions));
-      c.set("cached_tokens", json::Value::integer(ps.cached_tokens));
-      t.set("prefix_cache", std::move(c));
+  for (const std::vector<int32_t>& prompt : prompts) {
+    // A fresh sampler per prompt: the same seed gives each prompt the ids it gets alone.
+    Result<Sampler> sampler = Sampler::create(sc, static_cast<int32_t>(d.runner->vocab()));
+    if (!sampler.is_ok()) return fail(sampler.status());
+    std::vector<int32_t> ids;
+    runtime::DecoderStats stats;
+    runtime::GenerateRequest req;
+    req.prompt = prompt;
+    req.max_tokens = max_tokens;
+    req.prefix_cache = pc.get();
+    req.stop = sampler->config().stop_ids;
+    req.pick = sample_token;
+    req.pick_ctx = &*sampler;
+    JsonEnd json_end;
+    json_end.tokenizer = d.tokenizer.get();
+    if (stop_after_json) {
+      req.done = JsonEnd::done;
+      req.done_ctx = &json_end;
     }
+    NodeTimes node_times;
+    const hal::ProfileSink sink{on_decode_node, &node_times};
     if (profile) {
-      json::Value ops = json::Value::object();
-      for (const auto& [key, ms] : prof.ops) ops.set(key, json::Value::number(ms));
-      json::Value dp = json::Value::object();
-      dp.set("steps", json::Value::integer(stats.decode_steps));
-      dp.set("token", json::Value::number(prof.token));
-      dp.set("execute", json::Value::number(prof.execute));
-      dp.set("nodes", json::Value::number(prof.nodes));
-      dp.set("runner", json::Value::number(prof.runner));
-      dp.set("pick", json::Value::number(prof.pick));
-      dp.set("other", json::Value::number(prof.other));
-      dp.set("ops", std::move(ops));
-      t.set("decode_profile", std::move(dp));
+      node_times.ms.assign(d.graph.nodes.size(), 0.0);
+      req.decode_profile = &sink;
     }
-    json::Value out = json::Value::object();
-    out.set("prompt_ids", json_ids(prompt));
-    out.set("ids", json_ids(ids));
-    out.set("text", json::Value::string(text));
-    out.set("timings", std::move(t));
-    print_json(out);
-    return 0;
-  }
-  std::printf("model: %s (load + import + pack %.1f ms; kernels %s)\n", common.model.c_str(),
-              stats.load_ms, kernels_label(common.kernels).c_str());
-  std::printf("prompt ids (%zu): %s\n", prompt.size(), id_list(prompt).c_str());
-  std::string how = "greedy";
-  if (!sampler->greedy()) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "sampled: temperature %g, top-k %d, top-p %g, seed %llu",
-                  static_cast<double>(sc.temperature), sc.top_k, static_cast<double>(sc.top_p),
-                  static_cast<unsigned long long>(sc.seed));
-    how = buf;
-  }
-  std::printf("generated ids (%zu, %s): %s\n", ids.size(), how.c_str(), id_list(ids).c_str());
-  if (d.tokenizer != nullptr) std::printf("text: %s\n", text.c_str());
-  std::printf(
-      "time: prefill %.1f ms (%lld tokens, %lld chunk(s) of <= %lld), first token %.1f ms, "
-      "%.1f ms in all; decode %.1f tokens/s over %zu step(s)\n",
-      stats.prefill_end_ms, static_cast<long long>(stats.prompt_tokens),
-      static_cast<long long>(stats.prefill_steps), static_cast<long long>(d.runner->chunk()),
-      stats.first_token_ms, total_ms, stats.decode_tokens_per_s(),
-      ids.empty() ? size_t{0} : ids.size() - 1);
-  if (pc != nullptr)
+    st = d.runner->generate(req, &ids, &stats);
+    if (st.is_ok()) st = d.cache->remove(0);
+    if (!st.is_ok()) return fail(st);
+    std::string text;
+    if (d.tokenizer != nullptr) {
+      st = d.tokenizer->decode(ids, /*skip_special=*/true, &text);
+      if (!st.is_ok()) return fail(st);
+    }
+    const bool stopped = std::find(req.stop.begin(), req.stop.end(), ids.back()) != req.stop.end();
+    const char* finish = stopped ? "stop" : json_end.closed ? "json" : "length";
+    const double total_ms = stats.token_ms.back();
+    const DecodeProfile prof = decode_profile(d.graph, node_times, stats);
+    if (json) {
+      // Milliseconds and tokens per second to 0.1.
+      auto num1 = [](double v) { return json::Value::number(std::round(v * 10.0) / 10.0); };
+      json::Value t = json::Value::object();
+      t.set("load_ms", num1(stats.load_ms));
+      t.set("prefill_ms", num1(stats.prefill_end_ms));
+      t.set("first_token_ms", num1(stats.first_token_ms));
+      t.set("total_ms", num1(total_ms));
+      t.set("prompt_tokens", json::Value::integer(stats.prompt_tokens));
+      t.set("tokens", json::Value::integer(static_cast<int64_t>(ids.size())));
+      t.set("prefill_chunks", json::Value::integer(stats.prefill_steps));
+      t.set("decode_tokens_per_s", num1(stats.decode_tokens_per_s()));
+      if (pc != nullptr) {
+        const runtime::PrefixCacheStats& ps = pc->stats();
+        json::Value c = json::Value::object();
+        c.set("hit_tokens", json::Value::integer(stats.prefix_hit_tokens));
+        c.set("block_tokens", json::Value::integer(pc->block_tokens()));
+        c.set("lookups", json::Value::integer(ps.lookups));
+        c.set("hits", json::Value::integer(ps.hits));
+        c.set("misses", json::Value::integer(ps.misses));
+        c.set("evictions", json::Value::integer(ps.evictions));
+        c.set("cached_tokens", json::Value::integer(ps.cached_tokens));
+        t.set("prefix_cache", std::move(c));
+      }
+      if (profile) {
+        json::Value ops = json::Value::object();
+        for (const auto& [key, ms] : prof.ops) ops.set(key, json::Value::number(ms));
+        json::Value dp = json::Value::object();
+        dp.set("steps", json::Value::integer(stats.decode_steps));
+        dp.set("token", json::Value::number(prof.token));
+        dp.set("execute", json::Value::number(prof.execute));
+        dp.set("nodes", json::Value::number(prof.nodes));
+        dp.set("runner", json::Value::number(prof.runner));
+        dp.set("pick", json::Value::number(prof.pick));
+        dp.set("other", json::Value::number(prof.other));
+        dp.set("ops", std::move(ops));
+        t.set("decode_profile", std::move(dp));
+      }
+      json::Value out = json::Value::object();
+      out.set("prompt_ids", json_ids(prompt));
+      out.set("ids", json_ids(ids));
+      out.set("text", json::Value::string(text));
+      out.set("finish_reason", json::Value::string(finish));
+      out.set("timings", std::move(t));
+      print_json(out);
+      std::fflush(stdout);
+      continue;
+    }
+    std::printf("model: %s (load + import + pack %.1f ms; kernels %s)\n", common.model.c_str(),
+                stats.load_ms, kernels_label(common.kernels).c_str());
+    std::printf("prompt ids (%zu): %s\n", prompt.size(), id_list(prompt).c_str());
+    std::string how = "greedy";
+    if (!sampler->greedy()) {
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), "sampled: temperature %g, top-k %d, top-p %g, seed %llu",
+                    static_cast<double>(sc.temperature), sc.top_k, static_cast<double>(sc.top_p),
+                    static_cast<unsigned long long>(sc.seed));
+      how = buf;
+    }
+    std::printf("generated ids (%zu, %s): %s\n", ids.size(), how.c_str(), id_list(ids).c_str());
+    if (d.tokenizer != nullptr) std::printf("text: %s\n", text.c_str());
     std::printf(
-        "prefix cache: %lld of %lld prompt tokens reused (blocks of %lld; %lld hit(s), "
-        "%lld miss(es) in this process)\n",
-        static_cast<long long>(stats.prefix_hit_tokens),
-        static_cast<long long>(stats.prompt_tokens), static_cast<long long>(pc->block_tokens()),
-        static_cast<long long>(pc->stats().hits), static_cast<long long>(pc->stats().misses));
-  if (profile && stats.decode_steps > 0) {
-    std::printf("decode profile (measured, ms per token over %lld decode step(s)):\n",
-                static_cast<long long>(stats.decode_steps));
-    auto row = [&](const std::string& name, double ms) {
-      std::printf("  %-28s %8.3f  %5.1f%%\n", name.c_str(), ms,
-                  prof.token > 0 ? 100.0 * ms / prof.token : 0.0);
-    };
-    for (const auto& [key, ms] : prof.ops) row(key, ms);
-    row("(execute outside nodes)", prof.execute - prof.nodes);
-    row("(runner: cells, reshape)", prof.runner);
-    row("(pick)", prof.pick);
-    row("(other)", prof.other);
-    row("token", prof.token);
+        "time: prefill %.1f ms (%lld tokens, %lld chunk(s) of <= %lld), first token %.1f ms, "
+        "%.1f ms in all; decode %.1f tokens/s over %zu step(s)\n",
+        stats.prefill_end_ms, static_cast<long long>(stats.prompt_tokens),
+        static_cast<long long>(stats.prefill_steps), static_cast<long long>(d.runner->chunk()),
+        stats.first_token_ms, total_ms, stats.decode_tokens_per_s(),
+        ids.empty() ? size_t{0} : ids.size() - 1);
+    if (pc != nullptr)
+      std::printf(
+          "prefix cache: %lld of %lld prompt tokens reused (blocks of %lld; %lld hit(s), "
+          "%lld miss(es) in this process)\n",
+          static_cast<long long>(stats.prefix_hit_tokens),
+          static_cast<long long>(stats.prompt_tokens), static_cast<long long>(pc->block_tokens()),
+          static_cast<long long>(pc->stats().hits), static_cast<long long>(pc->stats().misses));
+    if (profile && stats.decode_steps > 0) {
+      std::printf("decode profile (measured, ms per token over %lld decode step(s)):\n",
+                  static_cast<long long>(stats.decode_steps));
+      auto row = [&](const std::string& name, double ms) {
+        std::printf("  %-28s %8.3f  %5.1f%%\n", name.c_str(), ms,
+                    prof.token > 0 ? 100.0 * ms / prof.token : 0.0);
+      };
+      for (const auto& [key, ms] : prof.ops) row(key, ms);
+      row("(execute outside nodes)", prof.execute - prof.nodes);
+      row("(runner: cells, reshape)", prof.runner);
+      row("(pick)", prof.pick);
+      row("(other)", prof.other);
+      row("token", prof.token);
+    }
   }
   return 0;
 }
