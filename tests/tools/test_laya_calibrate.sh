@@ -11,34 +11,16 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# expect CODE STDOUT_PATTERN STDERR_PATTERN -- ARGS...: the exit code, and each stream matches
-# (an empty stdout pattern means nothing may be printed there).
-expect() {
-  local code=$1 out_pat=$2 err_pat=$3
-  shift 4
-  local rc
-  timeout 120 "$run" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-  rc=$?
-  local ok=1
-  [[ $rc -eq $code ]] || ok=0
-  if [[ -z "$out_pat" ]]; then [[ ! -s "$tmp/out" ]] || ok=0
-  else grep -qE -- "$out_pat" "$tmp/out" || ok=0; fi
-  [[ -z "$err_pat" ]] || grep -qE -- "$err_pat" "$tmp/err" || ok=0
-  if [[ $ok -eq 1 ]]; then
-    echo "ok:   laya-run $*"
-  else
-    echo "FAIL: laya-run $* -> exit $rc (want $code)"
-    head -c 600 "$tmp/out" | sed 's/^/    out: /'
-    head -c 600 "$tmp/err" | sed 's/^/    err: /'
-    fails=$((fails + 1))
-  fi
-}
+# expect_streams (tests/tools/expect.sh): exit code, stdout and stderr patterns; the streams
+# stay in $tmp/out and $tmp/err.
+source "$root/tests/tools/expect.sh"
+expect_bin=$run expect_name=laya-run expect_tmp=$tmp
 
 # The first 12 lines of the committed labelled set (52 questions, every question type).
 head -12 "$root/examples/calibration/decoder-labelled.jsonl" >"$tmp/data.jsonl"
-expect 0 'laya-run calibrate --model' '' -- calibrate --help
+expect_streams 0 'laya-run calibrate --model' '' -- calibrate --help
 metrics='\{"nll": [0-9.e+-]+, "accuracy": [0-9.e+-]+, "ece": [0-9.e+-]+\}'
-expect 0 "^\{\"model\": \".*\", \"temperature\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\], \"temperature_by_options\": \{.*\}, \"fits\": \{\"choice\": \{\"questions\": 16, \"fitted\": [0-9.e+-]+, \"applied\": [0-9.e+-]+\}, .*\"train_questions\": \{.*\}, \"unlabelled_questions\": 0, \"train\": \{\"lines\": 12, \"questions\": 52, \"before\": $metrics, \"after\": $metrics, \"types\": \{\"choice\": \{\"questions\": 16, \"before\": $metrics, \"after\": $metrics\}, \"score\": .*, \"noul\": \{\"questions\": 24, .*\}\}\}, \"holdout\": \{\"lines\": 0, \"questions\": 0, \"before\": \{\"nll\": null, \"accuracy\": null, \"ece\": null\}, \"after\": .*, \"types\": \{\}\}\}$" '' \
+expect_streams 0 "^\{\"model\": \".*\", \"temperature\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\], \"temperature_by_options\": \{.*\}, \"fits\": \{\"choice\": \{\"questions\": 16, \"fitted\": [0-9.e+-]+, \"applied\": [0-9.e+-]+\}, .*\"train_questions\": \{.*\}, \"unlabelled_questions\": 0, \"train\": \{\"lines\": 12, \"questions\": 52, \"before\": $metrics, \"after\": $metrics, \"types\": \{\"choice\": \{\"questions\": 16, \"before\": $metrics, \"after\": $metrics\}, \"score\": .*, \"noul\": \{\"questions\": 24, .*\}\}\}, \"holdout\": \{\"lines\": 0, \"questions\": 0, \"before\": \{\"nll\": null, \"accuracy\": null, \"ece\": null\}, \"after\": .*, \"types\": \{\}\}\}$" '' \
   -- calibrate --model "$gguf" --data "$tmp/data.jsonl" -o "$tmp/cfg.json" --holdout 0 --min-bucket 5 --threads 1
 cp "$tmp/out" "$tmp/report.json"
 if python3 - "$tmp/cfg.json" "$tmp/report.json" <<'PY'
@@ -53,7 +35,7 @@ then echo "ok:   the config is the report's temperatures, buckets by --min-bucke
 else echo "FAIL: config $(cat "$tmp/cfg.json")"; fails=$((fails + 1)); fi
 
 # The held-out split: 3 of the 12 lines (holdout 0.25), the fit on the other 9.
-expect 0 '"train": \{"lines": 9, .*"holdout": \{"lines": 3, "questions": 1[0-9]' '' \
+expect_streams 0 '"train": \{"lines": 9, .*"holdout": \{"lines": 3, "questions": 1[0-9]' '' \
   -- calibrate --model "$gguf" --data "$tmp/data.jsonl" --threads 1
 
 # The config goes through laya-convert, and decide on the .laya applies it: accuracy, ECE (10
@@ -119,7 +101,7 @@ lines[1] = json.dumps(b)
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
 PY
   rm -f "$tmp/bad.json"
-  expect 1 '' "$3" -- calibrate --model "$gguf" --data "$tmp/$1.jsonl" -o "$tmp/bad.json"
+  expect_streams 1 '' "$3" -- calibrate --model "$gguf" --data "$tmp/$1.jsonl" -o "$tmp/bad.json"
   if [[ -e "$tmp/bad.json" ]]; then echo "FAIL: a config was written for $1"; fails=$((fails + 1)); fi
 }
 bad choice 'b["labels"]["alarm_pump"] = "pump_9"' "line 2: label 'pump_9' of question 'alarm_pump' \(choice\) is not one of its labels \['pump_1', 'pump_2', 'pump_3'\]"
@@ -131,15 +113,15 @@ bad states 'b["states"] = [b.pop("state")]' "line 2: 'states' given"
 bad schema 'b.pop("questions"); b["schema"] = {"type": "object"}' "line 2: a schema request"
 bad question 'b["questions"]["tank"]["type"] = "rank"' "line 2: .*rank"
 printf '{"state": 1,\n' >"$tmp/notjson.jsonl"
-expect 1 '' 'line 1: ' -- calibrate --model "$gguf" --data "$tmp/notjson.jsonl"
+expect_streams 1 '' 'line 1: ' -- calibrate --model "$gguf" --data "$tmp/notjson.jsonl"
 printf '\n\n' >"$tmp/empty.jsonl"
-expect 1 '' 'has no labelled lines' -- calibrate --model "$gguf" --data "$tmp/empty.jsonl"
+expect_streams 1 '' 'has no labelled lines' -- calibrate --model "$gguf" --data "$tmp/empty.jsonl"
 head -1 "$tmp/data.jsonl" >"$tmp/one.jsonl"
-expect 1 '' 'leaves no training line' -- calibrate --model "$gguf" --data "$tmp/one.jsonl" --holdout 0.9
-expect 1 '' 'no chat template' -- calibrate --model "$plain" --data "$tmp/data.jsonl"
-expect 1 '' 'cannot open' -- calibrate --model "$gguf" --data "$tmp/missing.jsonl"
-expect 2 '' '--data is required' -- calibrate --model "$gguf"
-expect 2 '' '--holdout' -- calibrate --model "$gguf" --data "$tmp/data.jsonl" --holdout 1
+expect_streams 1 '' 'leaves no training line' -- calibrate --model "$gguf" --data "$tmp/one.jsonl" --holdout 0.9
+expect_streams 1 '' 'no chat template' -- calibrate --model "$plain" --data "$tmp/data.jsonl"
+expect_streams 1 '' 'cannot open' -- calibrate --model "$gguf" --data "$tmp/missing.jsonl"
+expect_streams 2 '' '--data is required' -- calibrate --model "$gguf"
+expect_streams 2 '' '--holdout' -- calibrate --model "$gguf" --data "$tmp/data.jsonl" --holdout 1
 
 echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
 exit $((fails > 0))

@@ -10,38 +10,20 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# expect CODE STDOUT_PATTERN STDERR_PATTERN -- ARGS...: the exit code, and each stream matches
-# (an empty stdout pattern means nothing may be printed there).
-expect() {
-  local code=$1 out_pat=$2 err_pat=$3
-  shift 4
-  local rc
-  timeout 120 "$run" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-  rc=$?
-  local ok=1
-  [[ $rc -eq $code ]] || ok=0
-  if [[ -z "$out_pat" ]]; then [[ ! -s "$tmp/out" ]] || ok=0
-  else grep -qE -- "$out_pat" "$tmp/out" || ok=0; fi
-  [[ -z "$err_pat" ]] || grep -qE -- "$err_pat" "$tmp/err" || ok=0
-  if [[ $ok -eq 1 ]]; then
-    echo "ok:   laya-run $*"
-  else
-    echo "FAIL: laya-run $* -> exit $rc (want $code)"
-    head -c 600 "$tmp/out" | sed 's/^/    out: /'
-    head -c 600 "$tmp/err" | sed 's/^/    err: /'
-    fails=$((fails + 1))
-  fi
-}
+# expect_streams (tests/tools/expect.sh): exit code, stdout and stderr patterns; the streams
+# stay in $tmp/out and $tmp/err.
+source "$root/tests/tools/expect.sh"
+expect_bin=$run expect_name=laya-run expect_tmp=$tmp
 
 ex=$root/examples
-expect 0 'laya-run decide --model M.gguf' '' -- decide --help
+expect_streams 0 'laya-run decide --model M.gguf' '' -- decide --help
 # questions: the encoder path's result shape without `action`.
-expect 0 '^\{"model": "laya-rl-agent", "answers": \{"heating": \{"type": "choice", "choice": "(on|off|eco)", "probabilities": \{"on": [0-9.e-]+, "off": [0-9.e-]+, "eco": [0-9.e-]+\}, "confidence": [0-9.e-]+, "answer_confidence": [0-9.e-]+, "abstention": "(passed|abstained)", "abstention_threshold": 0.2\}, "comfort": \{"type": "score".*"usage": \{"input_tokens": [0-9]+, "prefill_tokens": [0-9]+, "prefix_hit_tokens": 0, "output_tokens": 0\}\}$' '' \
+expect_streams 0 '^\{"model": "laya-rl-agent", "answers": \{"heating": \{"type": "choice", "choice": "(on|off|eco)", "probabilities": \{"on": [0-9.e-]+, "off": [0-9.e-]+, "eco": [0-9.e-]+\}, "confidence": [0-9.e-]+, "answer_confidence": [0-9.e-]+, "abstention": "(passed|abstained)", "abstention_threshold": 0.2\}, "comfort": \{"type": "score".*"usage": \{"input_tokens": [0-9]+, "prefill_tokens": [0-9]+, "prefix_hit_tokens": 0, "output_tokens": 0\}\}$' '' \
   -- decide --model "$gguf" --request "$ex/decoder-questions.json"
 if grep -q '"action"' "$tmp/out"; then echo "FAIL: a decoder answer has an action"; fails=$((fails + 1)); fi
 # schema: the three scenarios.
 for f in smart-home-hub edge-quality-inspection industrial-alarm; do
-  expect 0 '^\{"decision": \{.*\}, "fields": \{.*\}, "fallback": (true|false), "usage": \{"input_tokens": [0-9]+, "prefix_hit_tokens": 0, "output_tokens": [0-9]+\}, "timings": \{"load_ms": [0-9.e+-]+, "ttft_ms": [0-9.e+-]+, "prefill_ms": [0-9.e+-]+, "decode_tokens_per_s": [0-9.e+-]+, "prefix_cache": \{"hits": 0, "misses": 1, "hit_tokens": 0\}\}\}$' '' \
+  expect_streams 0 '^\{"decision": \{.*\}, "fields": \{.*\}, "fallback": (true|false), "usage": \{"input_tokens": [0-9]+, "prefix_hit_tokens": 0, "output_tokens": [0-9]+\}, "timings": \{"load_ms": [0-9.e+-]+, "ttft_ms": [0-9.e+-]+, "prefill_ms": [0-9.e+-]+, "decode_tokens_per_s": [0-9.e+-]+, "prefix_cache": \{"hits": 0, "misses": 1, "hit_tokens": 0\}\}\}$' '' \
     -- decide --model "$gguf" --request "$ex/$f.json" --threads 1
 done
 # states: a list; the second state reuses the system block from the prefix cache.
@@ -53,25 +35,25 @@ b["states"] = [s, dict(s, tank_level_pct=12)]
 b["max_tokens"] = 400
 json.dump(b, open(sys.argv[2], "w"))
 PY
-expect 0 '^\[\{"decision": .*"fallback": false.*\}, \{"decision": .*"fallback": false.*"prefix_cache": \{"hits": 1, "misses": 0, "hit_tokens": [1-9][0-9]*\}\}\}\]$' '' \
+expect_streams 0 '^\[\{"decision": .*"fallback": false.*\}, \{"decision": .*"fallback": false.*"prefix_cache": \{"hits": 1, "misses": 0, "hit_tokens": [1-9][0-9]*\}\}\}\]$' '' \
   -- decide --model "$gguf" --request "$tmp/states.json" --temperature 0.7 --seed 3
 # A budget overrun: the fallback, flagged; without one (nor a default), exit 1 naming it.
 sed 's/"max_tokens": 64/"max_tokens": 1/' "$ex/industrial-alarm.json" >"$tmp/budget.json"
-expect 0 '^\{"decision": \{"response": "switch_to_standby", "target": "pump_2", "load_pct": 0, "page_operator": true, "priority": "high"\}, "fields": \{\}, "fallback": true' '' \
+expect_streams 0 '^\{"decision": \{"response": "switch_to_standby", "target": "pump_2", "load_pct": 0, "page_operator": true, "priority": "high"\}, "fields": \{\}, "fallback": true' '' \
   -- decide --model "$gguf" --request "$tmp/budget.json"
 python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); b.pop("fallback"); json.dump(b, open(sys.argv[2], "w"))' "$tmp/budget.json" "$tmp/nofb.json"
-expect 1 '' 'max_tokens 1 tokens, and the request has no fallback' -- decide --model "$gguf" --request "$tmp/nofb.json"
+expect_streams 1 '' 'max_tokens 1 tokens, and the request has no fallback' -- decide --model "$gguf" --request "$tmp/nofb.json"
 # Refused requests: exit 1, the HTTP class, nothing on stdout.
 sed 's/"load_pct": 0/"load_pct": 150/' "$ex/industrial-alarm.json" >"$tmp/badfb.json"
-expect 1 '' "request refused \(HTTP 422\): 'fallback' does not validate against the schema" -- decide --model "$gguf" --request "$tmp/badfb.json"
+expect_streams 1 '' "request refused \(HTTP 422\): 'fallback' does not validate against the schema" -- decide --model "$gguf" --request "$tmp/badfb.json"
 echo '{"state": 1, "schema": {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}}' >"$tmp/badschema.json"
-expect 1 '' "request refused \(HTTP 422\): schema: .*pattern" -- decide --model "$gguf" --request "$tmp/badschema.json"
+expect_streams 1 '' "request refused \(HTTP 422\): schema: .*pattern" -- decide --model "$gguf" --request "$tmp/badschema.json"
 echo '{"state": 1, "schema": ' >"$tmp/notjson.json"
-expect 1 '' 'request refused \(HTTP 400\): request body must be valid JSON' -- decide --model "$gguf" --request "$tmp/notjson.json"
+expect_streams 1 '' 'request refused \(HTTP 400\): request body must be valid JSON' -- decide --model "$gguf" --request "$tmp/notjson.json"
 python3 -c 'import json; print(json.dumps({"state": "s", "questions": {"q": {"type": "choice", "instructions": "x", "criteria": ["o%d" % i for i in range(27)]}}}))' >"$tmp/many.json"
-expect 1 '' 'request refused \(HTTP 422\): .*at most 26' -- decide --model "$gguf" --request "$tmp/many.json"
-expect 1 '' 'no chat template' -- decide --model "$plain" --request "$ex/decoder-questions.json"
-expect 2 '' '--explain is for encoder models' -- decide --model "$gguf" --request "$ex/decoder-questions.json" --explain
+expect_streams 1 '' 'request refused \(HTTP 422\): .*at most 26' -- decide --model "$gguf" --request "$tmp/many.json"
+expect_streams 1 '' 'no chat template' -- decide --model "$plain" --request "$ex/decoder-questions.json"
+expect_streams 2 '' '--explain is for encoder models' -- decide --model "$gguf" --request "$ex/decoder-questions.json" --explain
 
 # The .laya laya-convert makes of the GGUF answers the same (its embedded vocabulary and chat
 # template), and its stored temperatures are the ones applied.
