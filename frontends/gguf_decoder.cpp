@@ -269,6 +269,10 @@ Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,
   const ValueId cell_pos =
       b.input("cell_positions", DType::kI32, cs, ir::InputRole::kCellPositions);
   const ValueId cell_seq = b.input("cell_seq_ids", DType::kI32, cs, ir::InputRole::kCellSeqIds);
+  const int rows = b.symbol("rows", 1, std::min(opts.max_seq, ctx));
+  const ValueId logit_rows =
+      b.input("logit_rows", DType::kI32, ir::Shape::of({ir::Dim::sym(batch), ir::Dim::sym(rows)}),
+              ir::InputRole::kLogitRows);
   const int64_t kv_width = spec.params.head_count_kv * spec.head_dim;
   const ir::Shape cache =
       ir::Shape::of({ir::Dim::fixed(1), ir::Dim::sym(cells), ir::Dim::fixed(kv_width)});
@@ -287,6 +291,7 @@ Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,
                                     attn_attrs, prefix + "attn");
     x = decoder_layer_out(b, spec, lw, x, att, prefix);
   }
+  x = b.gather(x, logit_rows, "logit_rows");
   b.output(decoder_logits(b, spec, w, x), "logits");
   decoder_metadata(*f, spec, &b.meta());
   return std::move(b).finish();

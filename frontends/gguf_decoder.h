@@ -115,13 +115,19 @@ Result<ir::Graph> build_decoder_graph(std::shared_ptr<const File> f,
 //                                             kSeqIds, kCacheCells)
 //            cell_positions, cell_seq_ids     i32 [1, cells]     the cache's per-cell arrays
 //                                             (kCellPositions, kCellSeqIds)
+//            logit_rows                       i32 [batch, rows]  the step's rows (indices into
+//                                             its batch * seq tokens) whose logits are wanted
+//                                             (kLogitRows): the final hidden rows are gathered
+//                                             before output_norm and the lm head, so a prefill
+//                                             chunk that only needs its last token's logits
+//                                             pays one row of the lm head, not seq rows
 //   states   blk.<l>.k_cache, blk.<l>.v_cache f32 [1, cells, n_kv * hd]   per layer
-//   output   logits  f32 [batch, seq, vocab]
+//   output   logits  f32 [batch, rows, vocab]
 //   per layer: decoder_qkv -> kv_write(k_cache, k, cells), kv_write(v_cache, v, cells) ->
 //   attention(q, k_cache, v_cache; q at positions / seq_ids, keys at the cells' positions /
 //   sequence ids, causal, GQA) -> decoder_layer_out.
-// Symbols "batch" [1, max_batch], "seq" [1, max_seq] (the longest prefill chunk; decode is 1) and
-// "cells" [1, max_cells] (both capped at context_length). A session plans prefill chunks and
+// Symbols "batch" [1, max_batch], "seq" [1, max_seq] (the longest prefill chunk; decode is 1),
+// "cells" [1, max_cells] (both capped at context_length) and "rows" [1, max_seq] (capped alike). A session plans prefill chunks and
 // decode as separate buckets of this one graph (runtime::decoder_session_options).
 struct CachedDecoderGraphOptions {
   int64_t max_batch = 1;

@@ -73,6 +73,8 @@ const char* input_role_name(InputRole r) {
       return "cell_positions";
     case InputRole::kCellSeqIds:
       return "cell_seq_ids";
+    case InputRole::kLogitRows:
+      return "logit_rows";
   }
   return "?";
 }

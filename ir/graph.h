@@ -94,6 +94,8 @@ enum class InputRole : uint8_t {
   kCacheCells,     // i32 KV cache cell of each token (kv_write cells)
   kCellPositions,  // i32 position of each KV cache cell (attention k_pos)
   kCellSeqIds,     // i32 sequence id of each KV cache cell, -1 = empty (attention k_seq)
+  kLogitRows,      // i32 rows of the step (indices into its [batch * seq] tokens) whose logits a
+                   // decoder computes (gather before the lm head)
 };
 const char* input_role_name(InputRole r);
 

@@ -96,7 +96,8 @@ inline constexpr uint16_t kModelFormatMajor = 1;
 //        kv_write op, input roles seq_ids, cache_cells, cell_positions, cell_seq_ids
 //   1.3  ops gather, concat, reshape, masked_fill, segment_mean, act_features; Attrs.value
 //   1.4  dtypes q5_0, q5_1 (GGUF's 5-bit blocks)
-inline constexpr uint16_t kModelFormatMinor = 4;
+//   1.5  input role logit_rows (a decoder step's rows whose logits are computed)
+inline constexpr uint16_t kModelFormatMinor = 5;
 // Alignment of the weight section and of every byte range in it.
 inline constexpr uint64_t kModelAlignment = 64;
 

@@ -47,7 +47,8 @@ static_assert(
     static_cast<int>(fb::InputRole::cache_cells) == static_cast<int>(InputRole::kCacheCells) &&
     static_cast<int>(fb::InputRole::cell_positions) ==
         static_cast<int>(InputRole::kCellPositions) &&
-    static_cast<int>(fb::InputRole::cell_seq_ids) == static_cast<int>(InputRole::kCellSeqIds));
+    static_cast<int>(fb::InputRole::cell_seq_ids) == static_cast<int>(InputRole::kCellSeqIds) &&
+    static_cast<int>(fb::InputRole::logit_rows) == static_cast<int>(InputRole::kLogitRows));
 static_assert(FLATBUFFERS_LITTLEENDIAN, "the .laya size prefix is read as little endian");
 
 namespace {

@@ -54,10 +54,19 @@ Result<SessionOptions> decoder_session_options(const SessionOptions& base, const
   }
   o.symbol_max = {{"batch", 1}, {"seq", chunk}, {"cells", cells}};
   o.bucket_bounds = {{"batch", {1}}, {"cells", {cells}}};
-  if (chunk > 1)
-    o.bucket_bounds.push_back({"seq", {1, chunk}});
-  else
-    o.bucket_bounds.push_back({"seq", {1}});
+  const std::vector<int64_t> steps =
+      chunk > 1 ? std::vector<int64_t>{1, chunk} : std::vector<int64_t>{1};
+  o.bucket_bounds.push_back({"seq", steps});
+  const int rows = g.find_symbol("rows");
+  if (rows >= 0) {
+    if (chunk > g.symbols[static_cast<size_t>(rows)].max)
+      return status_error(StatusCode::kInvalidArgument,
+                          "decoder runner: rows %lld is outside the graph's [1, %lld]",
+                          static_cast<long long>(chunk),
+                          static_cast<long long>(g.symbols[static_cast<size_t>(rows)].max));
+    o.symbol_max.push_back({"rows", chunk});
+    o.bucket_bounds.push_back({"rows", steps});
+  }
   return o;
 }
 
@@ -79,6 +88,7 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(Session& session, K
   r->sym_batch_ = g.find_symbol("batch");
   r->sym_seq_ = g.find_symbol("seq");
   r->sym_cells_ = g.find_symbol("cells");
+  r->sym_rows_ = g.find_symbol("rows");
   if (r->sym_batch_ < 0 || r->sym_seq_ < 0 || r->sym_cells_ < 0)
     return Status(StatusCode::kInvalidArgument,
                   "decoder runner: the graph needs the symbols batch, seq and cells");
@@ -110,6 +120,7 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(Session& session, K
   r->positions_.resize(n);
   r->seq_ids_.resize(n);
   r->cells_.resize(n);
+  r->logit_rows_.resize(n);
   for (ir::ValueId id : g.inputs) {
     const ir::Value& v = g.values[id];
     const void* p = nullptr;
@@ -132,6 +143,10 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(Session& session, K
       case ir::InputRole::kCellSeqIds:
         p = cache.cell_seq_ids();
         break;
+      case ir::InputRole::kLogitRows:
+        p = r->logit_rows_.data();
+        r->has_logit_rows_ = true;
+        break;
       default:
         break;
     }
@@ -140,9 +155,12 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(Session& session, K
                     "decoder runner: input '" + v.name + "' has role " +
                         ir::input_role_name(v.role) +
                         "; a cached decoder takes ids, positions, seq_ids, cells, "
-                        "cell_positions and cell_seq_ids");
+                        "cell_positions, cell_seq_ids and logit_rows");
     r->inputs_.push_back(p);
   }
+  if (r->has_logit_rows_ && r->sym_rows_ < 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "decoder runner: the graph takes logit_rows but has no symbol rows");
   LAYA_RETURN_IF_ERROR(session.bind_states(cache.state_regions()));
   r->symbols_.assign(g.symbols.size(), 1);
   r->symbols_[static_cast<size_t>(r->sym_cells_)] = cache.capacity();
@@ -151,7 +169,7 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(Session& session, K
   return r;
 }
 
-Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids,
+Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids, LogitRows which,
                            const hal::ProfileSink* profile, double* execute_ms) {
   const int64_t n = static_cast<int64_t>(ids.size());
   if (n < 1 || n > chunk_)
@@ -163,6 +181,13 @@ Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids,
   std::copy(ids.begin(), ids.end(), ids_.begin());
   std::fill_n(seq_ids_.begin(), n, seq);
   symbols_[static_cast<size_t>(sym_seq_)] = n;
+  int64_t rows = n;
+  if (has_logit_rows_) {
+    rows = which == LogitRows::kLast ? 1 : n;
+    for (int64_t i = 0; i < rows; ++i)
+      logit_rows_[static_cast<size_t>(i)] = static_cast<int32_t>(n - rows + i);
+    symbols_[static_cast<size_t>(sym_rows_)] = rows;
+  }
   Status st = session_->reshape(symbols_);
   if (st.is_ok()) {
     void* out[1] = {logits_};
@@ -174,7 +199,7 @@ Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids,
     (void)cache_->remove(seq, first);  // the step's cells; seq is valid (alloc succeeded)
     return st;
   }
-  rows_ = n;
+  rows_ = rows;
   return Status::ok();
 }
 
@@ -182,8 +207,9 @@ Status DecoderRunner::prefill(int32_t seq, std::span<const int32_t> ids) {
   if (ids.empty())
     return Status(StatusCode::kInvalidArgument, "decoder runner: prefill of no tokens");
   for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(chunk_))
-    LAYA_RETURN_IF_ERROR(
-        step(seq, ids.subspan(i, std::min(ids.size() - i, static_cast<size_t>(chunk_)))));
+    LAYA_RETURN_IF_ERROR(step(seq,
+                              ids.subspan(i, std::min(ids.size() - i, static_cast<size_t>(chunk_))),
+                              LogitRows::kLast));
   return Status::ok();
 }
 
@@ -238,7 +264,7 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
     const int32_t one[1] = {next};
     double execute_ms = 0;
     const SteadyClock::time_point step0 = SteadyClock::now();
-    LAYA_RETURN_IF_ERROR(step(req.seq, one, req.decode_profile, &execute_ms));
+    LAYA_RETURN_IF_ERROR(step(req.seq, one, LogitRows::kLast, req.decode_profile, &execute_ms));
     s.decode_step_ms += ms_between(step0, SteadyClock::now());
     s.decode_execute_ms += execute_ms;
     ++s.decode_steps;

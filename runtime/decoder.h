@@ -15,11 +15,15 @@
 //
 // A step of n tokens (1 <= n <= chunk) of sequence `seq`: cells come from the cache (alloc), the
 // session is reshaped to (batch 1, seq n, cells = the cache's capacity) and executed; the logits of
-// the n tokens are in logits(). Prefill runs ceil(n / chunk) steps; decode is a step of 1.
+// the n tokens (LogitRows::kAll), or of the last one only (kLast), are in logits(). Prefill runs
+// ceil(n / chunk) steps, each computing its last token's logits only; decode is a step of 1.
 //
 // Graph contract (checked by create): inputs with roles kTokenIds, kPositions, kSeqIds,
-// kCacheCells (i32 [batch, seq]), kCellPositions, kCellSeqIds (i32 [1, cells]) and nothing else;
-// symbols "batch", "seq", "cells"; one output logits f32 [batch, seq, vocab] (vocab fixed).
+// kCacheCells (i32 [batch, seq]), kCellPositions, kCellSeqIds (i32 [1, cells]), optionally
+// kLogitRows (i32 [batch, rows]), and nothing else; symbols "batch", "seq", "cells" (and "rows"
+// with kLogitRows); one output logits f32 [batch, seq | rows, vocab] (vocab fixed). A graph
+// without kLogitRows (a .laya decoder converted before format 1.5) computes every row's logits
+// whatever a step asks; logits() then holds all n rows.
 //
 // Ownership: the runner borrows the session, the cache and the logits region (all must outlive
 // it); it owns only its per-step token arrays (chunk entries each, allocated by create). Nothing
@@ -94,9 +98,13 @@ struct GenerateRequest {
   const hal::ProfileSink* decode_profile = nullptr;
 };
 
+// Which rows of a step's tokens get logits: every token's (teacher forcing, scoring), or the last
+// token's (prefill, decode: all a picker reads).
+enum class LogitRows { kAll, kLast };
+
 // `base` (backends, threads, kernels) with the bucket bounds of a runner: "seq" planned at 1
-// (decode) and `chunk` (prefill), "cells" fixed at `cells` (the cache this session binds), and
-// "batch" at 1. kInvalidArgument when the graph lacks a symbol or a value is outside its bounds.
+// (decode) and `chunk` (prefill), "rows" (when the graph has it) likewise, "cells" fixed at
+// `cells` (the cache this session binds), and "batch" at 1. kInvalidArgument when the graph lacks a symbol or a value is outside its bounds.
 Result<SessionOptions> decoder_session_options(const SessionOptions& base, const ir::Graph& g,
                                                int64_t chunk, int64_t cells);
 
@@ -118,15 +126,16 @@ class DecoderRunner {
   int64_t chunk() const { return chunk_; }
   double load_ms() const { return load_ms_; }
 
-  // One step: appends `ids` (1 .. chunk tokens) to sequence `seq` of the cache and runs them.
-  // Errors: kInvalidArgument for a bad count; kResourceExhausted ("KV cache full") from the cache;
-  // execute errors (kIndexOutOfRange for an id outside the vocabulary). On failure the step's
-  // cells are freed again (the sequence is as before). Allocates nothing. `profile` (nullable,
-  // borrowed) receives the execute's per-node times; `execute_ms` (nullable) gets the time spent
-  // in Session::execute.
-  Status step(int32_t seq, std::span<const int32_t> ids, const hal::ProfileSink* profile = nullptr,
-              double* execute_ms = nullptr);
-  // f32 [n, vocab]: the logits of the last successful step's n tokens (row i after token i).
+  // One step: appends `ids` (1 .. chunk tokens) to sequence `seq` of the cache and runs them,
+  // computing the logits of the rows `which` names. Errors: kInvalidArgument for a bad count;
+  // kResourceExhausted ("KV cache full") from the cache; execute errors (kIndexOutOfRange for an
+  // id outside the vocabulary). On failure the step's cells are freed again (the sequence is as
+  // before). Allocates nothing. `profile` (nullable, borrowed) receives the execute's per-node
+  // times; `execute_ms` (nullable) gets the time spent in Session::execute.
+  Status step(int32_t seq, std::span<const int32_t> ids, LogitRows which = LogitRows::kAll,
+              const hal::ProfileSink* profile = nullptr, double* execute_ms = nullptr);
+  // f32 [r, vocab]: the logits of the last successful step: r = n rows (row i after token i) for
+  // kAll, or for a graph without kLogitRows; r = 1 (after its last token) for kLast.
   std::span<const float> logits() const { return {logits_, static_cast<size_t>(rows_ * vocab_)}; }
   // f32 [vocab]: the last token's row (empty before the first step).
   std::span<const float> last_logits() const {
@@ -134,8 +143,8 @@ class DecoderRunner {
     return {logits_ + (rows_ - 1) * vocab_, static_cast<size_t>(vocab_)};
   }
 
-  // Steps of at most chunk tokens over `ids` (non-empty); last_logits() then holds the last
-  // token's. On failure the sequence keeps the chunks that ran.
+  // Steps of at most chunk tokens over `ids` (non-empty), each with LogitRows::kLast;
+  // last_logits() then holds the last token's. On failure the sequence keeps the chunks that ran.
   Status prefill(int32_t seq, std::span<const int32_t> ids);
 
   // Prefill the prompt (its suffix after a prefix-cache hit), then pick and decode until
@@ -156,7 +165,9 @@ class DecoderRunner {
   float* logits_ = nullptr;
   int64_t vocab_ = 0, chunk_ = 0, rows_ = 0;
   double load_ms_ = 0;
-  int sym_batch_ = -1, sym_seq_ = -1, sym_cells_ = -1;
+  int sym_batch_ = -1, sym_seq_ = -1, sym_cells_ = -1, sym_rows_ = -1;
+  bool has_logit_rows_ = false;      // the graph takes kLogitRows
+  std::vector<int32_t> logit_rows_;  // its values: 0 .. n - 1, or n - 1 alone
   std::vector<int64_t> symbols_;     // per graph symbol, reused by every step
   std::vector<const void*> inputs_;  // per graph input
   std::vector<int32_t> ids_, positions_, seq_ids_, cells_;  // [chunk] each

@@ -127,7 +127,9 @@ struct Cached {
     auto s = runtime::Session::prepare(graph, *so);
     REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
     session = std::move(s).value();
-    CHECK(session->buckets().size() == (chunk > 1 ? 2u : 1u));  // decode and prefill plans
+    // Decode and prefill plans, each for one row of logits and (graphs with logit_rows) for all.
+    const size_t plans = graph.find_symbol("rows") >= 0 ? 4u : 2u;
+    CHECK(session->buckets().size() == (chunk > 1 ? plans : 1u));
     auto buf = runtime::session_buffers_alloc(*session);
     REQUIRE(buf.is_ok());
     buffers = std::move(buf).value();
@@ -154,6 +156,14 @@ struct Cached {
     runner = std::move(r).value();
   }
 };
+
+// The upper bound of symbol `name` in the bucket the session's last reshape picked.
+inline int64_t bucket_hi(const runtime::Session& s, const char* name) {
+  const int sym = s.graph().find_symbol(name);
+  REQUIRE(sym >= 0);
+  REQUIRE(s.current_bucket() >= 0);
+  return s.buckets()[static_cast<size_t>(s.current_bucket())].hi[static_cast<size_t>(sym)];
+}
 
 // max |a - b| relative to the largest |b| (at least 1).
 inline double rel_error(const float* a, const float* b, int64_t n) {

@@ -53,7 +53,8 @@ TEST_CASE("generate over the KV cache equals recompute on the tiny llama and qwe
         for (size_t at = 0; at < prompt.size(); at += kChunk) {
           const size_t n = std::min<size_t>(kChunk, prompt.size() - at);
           REQUIRE(c.runner->step(0, std::span(prompt).subspan(at, n)).is_ok());
-          CHECK(c.session->current_bucket() == 1);  // the prefill plan
+          CHECK(bucket_hi(*c.session, "seq") == kChunk);   // the prefill plan
+          CHECK(bucket_hi(*c.session, "rows") == kChunk);  // with every row's logits
           for (size_t i = 0; i < n; ++i)
             CHECK(rel_error(c.runner->logits().data() + i * V, ref_prompt.data() + (at + i) * V,
                             V) <= tol);
@@ -65,7 +66,8 @@ TEST_CASE("generate over the KV cache equals recompute on the tiny llama and qwe
           const int32_t next = runtime::greedy_token(c.runner->last_logits(), nullptr);
           seq.push_back(next);
           REQUIRE(c.runner->step(0, std::span(&seq.back(), 1)).is_ok());
-          CHECK(c.session->current_bucket() == 0);  // the decode plan
+          CHECK(bucket_hi(*c.session, "seq") == 1);  // the decode plan
+          CHECK(bucket_hi(*c.session, "rows") == 1);
           const std::vector<float> ref = full.run(seq);
           CHECK(rel_error(c.runner->last_logits().data(), ref.data() + (seq.size() - 1) * V, V) <=
                 tol);
@@ -119,6 +121,42 @@ TEST_CASE("generate over the KV cache equals recompute on the tiny llama and qwe
         CHECK(got == std::vector<int32_t>(want.begin(), want.begin() + 4));
         CHECK(seen == std::vector<size_t>{1, 2, 3, 4});
       }
+}
+
+TEST_CASE("a step computes the logits of the rows it asks for (LogitRows), nothing else changes") {
+  for (const char* kernels : {"ref", "auto"}) {
+    CAPTURE(std::string(kernels));
+    const auto f = open_file(fixtures_dir() + "tiny-llama.gguf");
+    const int64_t kChunk = 5, kCells = 32;
+    Cached all(f, kernels, 1, kChunk, kCells), last(f, kernels, 1, kChunk, kCells);
+    const int64_t V = all.runner->vocab();
+    const std::vector<int32_t> prompt = random_ids(12, V, 11);  // chunks of 5, 5, 2
+    for (size_t at = 0; at < prompt.size(); at += kChunk) {
+      const size_t n = std::min<size_t>(kChunk, prompt.size() - at);
+      const std::span<const int32_t> part = std::span(prompt).subspan(at, n);
+      REQUIRE(all.runner->step(0, part, runtime::LogitRows::kAll).is_ok());
+      REQUIRE(last.runner->step(0, part, runtime::LogitRows::kLast).is_ok());
+      CHECK(all.runner->logits().size() == n * static_cast<size_t>(V));
+      CHECK(last.runner->logits().size() == static_cast<size_t>(V));
+      CHECK(bucket_hi(*last.session, "rows") == 1);  // planned for one row of the lm head
+      // The same last row: the gather only picks which final hidden rows reach the lm head
+      // (Highway tiles a 1-row and an n-row lm head differently: f32 weights, ~1e-6).
+      CHECK(rel_error(last.runner->last_logits().data(), all.runner->last_logits().data(), V) <=
+            2e-5);
+    }
+    // The caches hold the same keys and values, so decoding on from either is bit-identical.
+    for (int t = 0; t < 4; ++t) {
+      const int32_t next = runtime::greedy_token(all.runner->last_logits(), nullptr);
+      REQUIRE(all.runner->step(0, std::span(&next, 1)).is_ok());
+      REQUIRE(last.runner->step(0, std::span(&next, 1), runtime::LogitRows::kLast).is_ok());
+      const std::span<const float> a = all.runner->logits(), b = last.runner->logits();
+      CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+    }
+    // prefill() asks for the last row only.
+    last.cache->clear();
+    REQUIRE(last.runner->prefill(0, prompt).is_ok());
+    CHECK(last.runner->logits().size() == static_cast<size_t>(V));
+  }
 }
 
 TEST_CASE("decoder runner: argument errors, a full cache, an id outside the vocabulary") {

@@ -138,6 +138,7 @@ inline std::vector<const void*> tiny_input_ptrs(const ir::Graph& g, const runtim
       case ir::InputRole::kCellSeqIds:
         inputs.push_back(cache->cell_seq_ids());
         break;
+      case ir::InputRole::kLogitRows:  // tiny decoders have none (their logits cover every row)
       case ir::InputRole::kNone:
         inputs.push_back(nullptr);
         break;

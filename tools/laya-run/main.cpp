@@ -578,6 +578,16 @@ int cmd_run(int argc, char** argv) {
       } else if (v.role == ir::InputRole::kKeyMask) {
         for (int64_t k = 0; k < count; ++k) p[k] = 1;
         how = "generated: all ones";
+      } else if (v.role == ir::InputRole::kLogitRows) {
+        // Batch row b's last `row` tokens (of `seq` per batch row), as indices into batch * seq.
+        int64_t seq = row;
+        for (ir::ValueId t : g.inputs)
+          if (g.values[t].role == ir::InputRole::kTokenIds && s.extents(t).rank > 0)
+            seq = s.extents(t).back();
+        for (int64_t k = 0; k < count; ++k)
+          p[k] = static_cast<int32_t>(k / row * seq +
+                                      std::min(seq - 1, std::max<int64_t>(0, seq - row) + k % row));
+        how = "generated: each batch row's last " + std::to_string(row) + " token(s)";
       } else {
         int64_t vocab = vocab_of(g, g.inputs[i]);
         if (vocab <= 0) vocab = 100;
