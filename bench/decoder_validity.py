@@ -148,6 +148,9 @@ def main():
     ap.add_argument("--constrained", type=int)
     ap.add_argument("--unconstrained", type=int)
     ap.add_argument("--unconstrained-tokens", type=int, default=128)
+    ap.add_argument("--unconstrained-from", type=int, default=0,
+                    help="skip each scenario's first K unconstrained states (to finish a run cut "
+                         "short: its batches ran the scenarios' states in order)")
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
@@ -187,7 +190,8 @@ def main():
                   file=sys.stderr)
     t1 = time.time()
     # Batches of one scenario's prompts, the scenarios taking turns (a partial run stays even).
-    todo = [[(i, st) for i, (k, st) in enumerate(states[:n_unc]) if k == s] for s in range(3)]
+    todo = [[(i, st) for i, (k, st) in enumerate(states[:n_unc]) if k == s][a.unconstrained_from:]
+            for s in range(3)]
     batches = []
     for at in range(0, max(len(t) for t in todo), a.batch):
         batches += [(s, todo[s][at:at + a.batch]) for s in range(3) if todo[s][at:at + a.batch]]
