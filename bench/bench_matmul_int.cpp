@@ -189,6 +189,12 @@ void BM_matmul_int_gemv(benchmark::State& state) {
   }
   // % of the 1-core DRAM read figure (2 threads may exceed 100%).
   laya::bench::report_bytes(state, static_cast<double>(pb));
+  // The same over the file's (GGUF) bytes of the matrix, what a model's roofline counts.
+  const double file_bytes = static_cast<double>(w.size()) * static_cast<double>(state.iterations());
+  const double peak = laya::bench::peaks().dram_read_gbs;
+  state.counters["file_GBps"] = benchmark::Counter(file_bytes * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["file_pct_peak"] = benchmark::Counter(
+      peak > 0 ? file_bytes * 1e-9 * 100.0 / peak : 0.0, benchmark::Counter::kIsRate);
   state.counters["MiB_set"] = static_cast<double>(stride * count) / (1 << 20);
   state.SetLabel(table().isa);
   laya::bench::huge_free(all, stride * count);
@@ -248,14 +254,27 @@ BENCHMARK(BM_matmul_int_gemv<WType::kQ4_1>)
     ->Args({1536, 576, 1, 1})
     ->Args({4096, 4096, 24, 1})
     ->Unit(benchmark::kMicrosecond);
-// q5_0 / q5_1: packed one byte per element (32 bytes per block, like q8_0).
+// q5_0 / q5_1 (SmolLM2 Q4_K_M's fallback type): decode shapes, and prefill GEMMs.
 BENCHMARK(BM_matmul_int_gemv<WType::kQ5_0>)
     ->Args({1536, 576, 256, 1})
     ->Args({1536, 576, 1, 1})
+    ->Args({576, 1536, 384, 1})
+    ->Args({4096, 4096, 12, 1})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul_int_gemv<WType::kQ5_1>)
     ->Args({1536, 576, 256, 1})
     ->Args({1536, 576, 1, 1})
+    ->Args({576, 1536, 384, 1})
+    ->Args({4096, 4096, 12, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::kQ5_0>)
+    ->Args({128, 576, 1536, 1})
+    ->Args({128, 1536, 576, 1})
+    ->Args({16, 1536, 576, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_int_gemm<WType::kQ5_1>)
+    ->Args({128, 576, 1536, 1})
+    ->Args({128, 1536, 576, 1})
     ->Unit(benchmark::kMicrosecond);
 
 // K-quants, with q4_0 at the same shapes for comparison (K must be a multiple of 256, so the

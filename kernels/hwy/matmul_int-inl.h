@@ -6,16 +6,23 @@
 // Packed weights (written by pack at prepare; L = int32 lanes of the target: AVX3 16, AVX2 8,
 // SSE4 4, SCALAR 1). Columns (output rows of W) form tiles of L, padded with zero weights; kP<T>
 // tiles form a group, and a group is stored as one record per block of 32 (i8: per 4 k-values):
-//   quants [groups of 4 k-values in the block][tiles of the group][L][4], then f16 d[tiles][L],
-//   then (q4_1, q5_1) f16 m[tiles][L]   (i8: quants only; f32 scales[tiles * L] after all groups)
+//   quants [groups of 4 k-values in the block][tiles of the group][L][4], then (q5_0, q5_1) the
+//   5th bits [tiles][L][4], then f16 d[tiles][L], then (q4_1, q5_1) f16 m[tiles][L]
+//   (i8: quants only; f32 scales[tiles * L] after all groups)
 // One L-lane vector load is L columns x 4 consecutive k-values, what vpdpbusd consumes, and a
 // GEMV reads a group's records strictly sequentially (one stream; see Geometry). Byte j of lane
 // c of group-of-4 gr is byte 4gr + j of column c's GGUF block (i8: of its row): q8_0 / i8 stored
 // ^ 0x80 (w + 128 as u8); q4 bytes as they are, whose low nibble is element 4gr + j and high
-// nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them; q5_0 / q5_1 are
-// unpacked at pack time to one u8 per element (q in [0, 31], byte 4gr + j = element 4gr + j, 8
-// groups of 4 like q8_0): a GEMV reads 32 bytes per block instead of GGUF's 22 / 24, and the dot
-// is q4_0's / q4_1's on whole bytes (q5_0's -16 offset the same correction, -16 * sum(qs_x)).
+// nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them. q5_0 / q5_1 keep
+// GGUF's size (22 / 24 bytes per block and column): their qs nibbles are stored as q4's (4 groups
+// of 4), then one 4-byte 5th-bit word per column whose byte j holds, in bit 2gr, the 5th bit of
+// element 4gr + j and, in bit 2gr + 1, that of element 16 + 4gr + j (gr = 0..3). The kernel
+// moves a bit to bit 4 of its own byte with one u32 shift (none for bit 4) and ORs it in with an
+// AND 0x10: per group of 4, lo = (v & 0x0F) | ((hb << (4 - 2gr)) & 0x10), hi = ((v >> 4) & 0x0F)
+// | ((hb << (3 - 2gr)) & 0x10) (negative: right shifts), u8 q in [0, 31]; the dot is then
+// q4_0's / q4_1's (q5_0's -16 offset the same correction, -16 * sum(qs_x)). GEMMs (m > 1) expand
+// up to 24 blocks of a column panel at a time to one u8 per element (8 groups of 4 like q8_0) in a
+// stack buffer and run all the item's rows over it, so the unpack is paid once per item.
 //
 // Quantized activations (scratch, `XPanel` below): the int8 values and scales exactly as
 // quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them (tested byte for
@@ -43,8 +50,9 @@
 // and q4_0's -8 offset is the same correction, -8 * sum(qs_x). Without VNNI: pmaddubsw + pmaddwd,
 // with |w| and sign(x, w) for the signed weights so no int16 pair sum can saturate; on AVX2 / SSE4
 // the q4 / q5 block types add the pmaddubsw results in int16 across groups before one pmaddwd by
-// 1 (|x| <= 127: a q4 block's 8 groups <= 8 * 2 * 15 * 127 = 30480, q5's halves of 4 groups
-// <= 4 * 2 * 31 * 127 = 31496), exact like the K-quants' int16 chunks; i8 / q8_0 (|w| up to 128)
+// 1 (|x| <= 127: a q4 block's 8 groups <= 8 * 2 * 15 * 127 = 30480, q5's 4 groups (GEMV: 2 of
+// the packed groups' lo and hi) <= 4 * 2 * 31 * 127 = 31496), exact like the K-quants' int16
+// chunks; i8 / q8_0 (|w| up to 128)
 // go through pmaddwd per group.
 //
 // GEMV (one row, XR == 1) on AVX2 / SSE4 prefetches the group stream kPrefetchBlk / kPrefetchK
@@ -97,7 +105,10 @@ inline bool is_block(WType t) {
 }
 // Block types packed with one byte per element (8 groups of 4 per block).
 template <WType T>
-inline constexpr bool kBytes = T == WType::kQ8_0 || T == WType::kQ5_0 || T == WType::kQ5_1;
+inline constexpr bool kBytes = T == WType::kQ8_0;
+// 5-bit block types: q4-like nibbles plus one vector of 5th bits per tile and record.
+template <WType T>
+inline constexpr bool kQ5 = T == WType::kQ5_0 || T == WType::kQ5_1;
 // Block types with a min (f16 m) and q8_1 activations.
 template <WType T>
 inline constexpr bool kHasMin = T == WType::kQ4_1 || T == WType::kQ5_1;
@@ -184,7 +195,7 @@ Geometry geometry(int64_t n, int64_t k) {
     g.sb = (2 * g.nf16 + g.nsub + g.nmin + g.ncorr) * g.L;
   } else {
     g.kb = k / kQK;
-    g.qb = (kBytes<T> ? 32 : 16) * g.L;
+    g.qb = (kBytes<T> ? 32 : (kQ5<T> ? 20 : 16)) * g.L;
     g.nf16 = kHasMin<T> ? 2 : 1;
     g.sb = 2 * g.nf16 * g.L;
   }
@@ -324,15 +335,21 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
               if constexpr (T == WType::kI8) {
                 const int64_t kk = 4 * b + j;
                 if (col < n && kk < k) v = src[col * k + kk];
-              } else if constexpr (T == WType::kQ5_0 || T == WType::kQ5_1) {
-                if (col < n) {
-                  const Block& blk = blocks[col * g.kb + b];
-                  v = static_cast<uint8_t>(q5_value(blk.qh, blk.qs, 4 * gr + j));
-                }
               } else {
                 if (col < n) v = static_cast<uint8_t>(blocks[col * g.kb + b].qs[4 * gr + j]);
               }
               q[gr * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(v ^ kXor);
+            }
+          }
+          if constexpr (kQ5<T>) {  // 5th bits: bit 2h (2h + 1) of byte j = element 4h + j (+ 16)
+            uint32_t qh = 0;
+            if (col < n) std::memcpy(&qh, blocks[col * g.kb + b].qh, 4);
+            for (int j = 0; j < 4; ++j) {
+              uint32_t hb = 0;
+              for (uint32_t h = 0; h < 4; ++h)
+                hb |= ((qh >> (4 * h + j)) & 1u) << (2 * h) | ((qh >> (16 + 4 * h + j)) & 1u)
+                                                                  << (2 * h + 1);
+              q[4 * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(hb);
             }
           }
           if constexpr (T != WType::kI8) {
@@ -743,6 +760,7 @@ struct MicroArgs {
   const XPanel* xp = nullptr;
   const float* wscale = nullptr;  // i8: scales of the panel's first column
   float* out = nullptr;           // f32 [MR, NT * L], row stride NT * L
+  bool accumulate = false;        // block types: add to out (q5 GEMM k slices) instead of store
 };
 
 // Finishes an [mr, nt*L] block of results: y[r, col0 + c] = out[r, c] (+ bias[col0 + c]) for

@@ -54,8 +54,59 @@ LAYA_MI_ATTR void micro_i8(const MicroArgs& a) {
   }
 }
 
+// v shifted left by S bits (right by -S) within u32 lanes.
+template <int S>
+LAYA_MI_ATTR HWY_INLINE VU shift_bits(VU v) {
+  if constexpr (S > 0) {
+    return hn::ShiftLeft<S>(v);
+  } else if constexpr (S < 0) {
+    return hn::ShiftRight<-S>(v);
+  } else {
+    return v;
+  }
+}
+
+// q5 group-of-4 H of one tile: u8 weights in [0, 31] of elements 4H + j (lo) and 16 + 4H + j (hi)
+// from the nibble vector v and the tile's 5th-bit vector hb (bit 2H / 2H + 1 of each byte, the
+// module comment), each bit moved to bit 4 of its own byte.
+template <int H>
+LAYA_MI_ATTR HWY_INLINE void q5_unpack(VU v, VU hb, VI* lo, VI* hi) {
+  const DI di;
+  const DU du;
+  const VU m4 = hn::Set(du, 0x0F0F0F0Fu), m10 = hn::Set(du, 0x10101010u);
+  *lo = hn::BitCast(di, hn::Or(hn::And(v, m4), hn::And(shift_bits<4 - 2 * H>(hb), m10)));
+  *hi = hn::BitCast(
+      di, hn::Or(hn::And(hn::ShiftRight<4>(v), m4), hn::And(shift_bits<3 - 2 * H>(hb), m10)));
+}
+
+// q5 GEMV (XR == 1), group-of-4 H of record q for NT tiles (5th bits hb[t]): acc += the dot of
+// both halves with x (kBlkI16: int16 pmaddubsw sums, else int32).
+template <int MR, int NT, int XR, int H>
+LAYA_MI_ATTR HWY_INLINE void q5_group(const MicroArgs& a, const uint8_t* q, const uint8_t* xq,
+                                      const VU (&hb)[NT], VI (&acc)[MR][NT]) {
+  const DI di;
+  const DU du;
+  const int64_t L = lanes();
+  VI lo[NT], hi[NT];
+  for (int t = 0; t < NT; ++t) {
+    const VU v = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + H * a.gstep + t * 4 * L));
+    q5_unpack<H>(v, hb[t], &lo[t], &hi[t]);
+  }
+  for (int r = 0; r < MR; ++r) {
+    const VI xlo = hn::Set(di, load_i32(xq + (H * XR + r) * 4));
+    const VI xhi = hn::Set(di, load_i32(xq + ((H + 4) * XR + r) * 4));
+    for (int t = 0; t < NT; ++t) {
+      if constexpr (kBlkI16) {
+        acc[r][t] = Dot::kacc(Dot::kacc(acc[r][t], lo[t], xlo), hi[t], xhi);
+      } else {
+        acc[r][t] = Dot::nib(Dot::nib(acc[r][t], lo[t], xlo), hi[t], xhi);
+      }
+    }
+  }
+}
+
 // Block types: per block b, isum = exact int32 dot; out += (d_w * d_x) * isum (+ m_w * s_x:
-// q4_1, q5_1).
+// q4_1, q5_1). q5 GEMMs (XR > 1) read records expanded to one u8 per element (q5_expand).
 template <WType T, int MR, int NT, int XR>
 LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
   const DI di;
@@ -69,7 +120,8 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
   const float* xs1 = reinterpret_cast<const float*>(a.x + a.xp->s_off);
   VF facc[MR][NT];
   for (int r = 0; r < MR; ++r)
-    for (int t = 0; t < NT; ++t) facc[r][t] = hn::Zero(df);
+    for (int t = 0; t < NT; ++t)
+      facc[r][t] = a.accumulate ? hn::LoadU(df, a.out + (r * NT + t) * L) : hn::Zero(df);
   const VU nib_mask = hn::Set(du, 0x0F0F0F0Fu);
   const VI ones16 = hn::Set(di, 0x00010001);  // pmaddwd by 1: int16 pair sums -> int32
   for (int64_t b = 0; b < nb; ++b, xd += XR, xsum += XR, xs1 += XR) {
@@ -97,8 +149,36 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
           for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::s8(iacc[r][t], wv[t], xv);
         }
       }
-    } else if constexpr (kBlkI16 && (T == WType::kQ5_0 || T == WType::kQ5_1)) {
-      // u8 q in [0, 31]: two halves of 4 groups summed in int16 (<= 4 * 2 * 31 * 127 = 31496)
+    } else if constexpr (kQ5<T> && XR == 1) {
+      // The packed record: q4's nibbles plus the tiles' 5th-bit vectors after the 4 groups.
+      VU hb[NT];
+      for (int t = 0; t < NT; ++t)
+        hb[t] = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + 4 * a.gstep + t * 4 * L));
+      if constexpr (kBlkI16) {
+        // two groups-of-4 (4 pmaddubsw) per int16 sum: <= 4 * 2 * 31 * 127 = 31496
+        VI acc[MR][NT];
+        for (int r = 0; r < MR; ++r)
+          for (int t = 0; t < NT; ++t) acc[r][t] = hn::Zero(di);
+        q5_group<MR, NT, XR, 0>(a, q, xq, hb, acc);
+        q5_group<MR, NT, XR, 1>(a, q, xq, hb, acc);
+        for (int r = 0; r < MR; ++r) {
+          for (int t = 0; t < NT; ++t) {
+            iacc[r][t] = Dot::kfinish(iacc[r][t], acc[r][t], ones16);
+            acc[r][t] = hn::Zero(di);
+          }
+        }
+        q5_group<MR, NT, XR, 2>(a, q, xq, hb, acc);
+        q5_group<MR, NT, XR, 3>(a, q, xq, hb, acc);
+        for (int r = 0; r < MR; ++r)
+          for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::kfinish(iacc[r][t], acc[r][t], ones16);
+      } else {
+        q5_group<MR, NT, XR, 0>(a, q, xq, hb, iacc);
+        q5_group<MR, NT, XR, 1>(a, q, xq, hb, iacc);
+        q5_group<MR, NT, XR, 2>(a, q, xq, hb, iacc);
+        q5_group<MR, NT, XR, 3>(a, q, xq, hb, iacc);
+      }
+    } else if constexpr (kBlkI16 && kQ5<T>) {
+      // Expanded u8 q in [0, 31]: two halves of 4 groups summed in int16 (<= 4 * 2 * 31 * 127)
       for (int half = 0; half < 2; ++half) {
         VI acc[MR][NT];
         for (int r = 0; r < MR; ++r)
@@ -117,7 +197,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
         for (int r = 0; r < MR; ++r)
           for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::kfinish(iacc[r][t], acc[r][t], ones16);
       }
-    } else if constexpr (T == WType::kQ5_0 || T == WType::kQ5_1) {  // u8 q in [0, 31]
+    } else if constexpr (kQ5<T>) {  // expanded u8 q in [0, 31]
       for (int g = 0; g < 8; ++g) {
         VI wv[NT];
         for (int t = 0; t < NT; ++t) {
@@ -504,6 +584,118 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
   }
 }
 
+// q5 GEMM: expands blocks [b0, b0 + nbs) of nt tiles (a: the packed group's view, as run_items
+// sets it) to one u8 per element at dst + b * xrec, xrec = nt * (32 + 2 nf16) L: quants
+// [8 groups of 4][nt][L][4] (group g = elements 4g .. 4g + 3, what micro_blk's XR > 1 paths
+// read), then f16 d [nt][L] and (q5_1) m [nt][L].
+template <WType T, int H>
+LAYA_MI_ATTR HWY_INLINE void q5_expand_group(const uint8_t* q, int64_t gstep, int64_t nt, int t,
+                                             VU hb, uint8_t* o) {
+  const DI di;
+  const DU du;
+  const int64_t L = lanes();
+  VI lo, hi;
+  q5_unpack<H>(hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + H * gstep + t * 4 * L)), hb, &lo,
+               &hi);
+  hn::StoreU(lo, di, reinterpret_cast<int32_t*>(o + (H * nt + t) * 4 * L));
+  hn::StoreU(hi, di, reinterpret_cast<int32_t*>(o + ((H + 4) * nt + t) * 4 * L));
+}
+
+template <WType T>
+LAYA_MI_ATTR void q5_expand(const MicroArgs& a, int64_t nt, int64_t b0, int64_t nbs, uint8_t* dst) {
+  const DU du;
+  const hn::Rebind<uint16_t, DU> d16;  // one f16 per column
+  const int64_t L = lanes();
+  constexpr int64_t kNf16 = kHasMin<T> ? 2 : 1;
+  const int64_t xrec = nt * (32 + 2 * kNf16) * L;
+  for (int64_t b = 0; b < nbs; ++b) {
+    const uint8_t* q = a.w + (b0 + b) * a.rec;
+    uint8_t* o = dst + b * xrec;
+    for (int t = 0; t < nt; ++t) {
+      const VU hb = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + 4 * a.gstep + t * 4 * L));
+      q5_expand_group<T, 0>(q, a.gstep, nt, t, hb, o);
+      q5_expand_group<T, 1>(q, a.gstep, nt, t, hb, o);
+      q5_expand_group<T, 2>(q, a.gstep, nt, t, hb, o);
+      q5_expand_group<T, 3>(q, a.gstep, nt, t, hb, o);
+    }
+    for (int t = 0; t < nt; ++t) {  // d (and m) of the tiles, L f16 each
+      const int64_t off = (b0 + b) * a.rec + t * 2 * L;
+      hn::StoreU(hn::LoadU(d16, reinterpret_cast<const uint16_t*>(a.wd + off)), d16,
+                 reinterpret_cast<uint16_t*>(o + nt * 32 * L + t * 2 * L));
+      if constexpr (kHasMin<T>)
+        hn::StoreU(hn::LoadU(d16, reinterpret_cast<const uint16_t*>(a.wm + off)), d16,
+                   reinterpret_cast<uint16_t*>(o + nt * 34 * L + t * 2 * L));
+    }
+  }
+}
+
+// Most blocks of a column panel expanded at a time by a q5 GEMM.
+inline constexpr int64_t kQ5Slice = 24;
+
+// q5 GEMM items (as run_items, chunk <= 32 * MRMax rows): the item's column panel is expanded in
+// equal slices of at most kQ5Slice blocks (q5_expand), each once and read by all of the item's
+// row blocks, whose results accumulate in `acc` over the slices.
+template <WType T, int MRMax, int NTMax>
+void run_items_q5x(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t e) {
+  static constexpr MicroTable<T, MRMax, NTMax> kTable{};
+  constexpr int64_t kPanels = kP<T> / NTMax;  // per group
+  constexpr int64_t kMaxL = hn::MaxLanes(DF());
+  HWY_ALIGN uint8_t xw[kQ5Slice * NTMax * 36 * kMaxL];
+  HWY_ALIGN float acc[32 * MRMax * NTMax * kMaxL];
+  const Geometry& geo = *c.geo;
+  const int64_t L = geo.L;
+  for (int64_t item = b; item < e; ++item) {
+    const int64_t panel = item / n_chunks;
+    const int64_t g = panel / kPanels, i0 = panel % kPanels * NTMax;
+    const int64_t p = geo.group_tiles(g);
+    if (i0 >= p) continue;  // past the last tile of a partial group
+    const int64_t nt = std::min<int64_t>(NTMax, p - i0);
+    const int64_t col0 = (g * kP<T> + i0) * L;
+    const int64_t ncols = std::min(nt * L, c.n - col0);
+    const uint8_t* grp = geo.group(c.w, g);
+    MicroArgs src;
+    src.w = grp + i0 * 4 * L;
+    src.gstep = p * 4 * L;
+    src.wd = grp + p * geo.qb + i0 * 2 * L;
+    src.wm = grp + p * geo.qb + p * 2 * L + i0 * 2 * L;
+    src.rec = geo.record(g);
+    const int64_t r0 = (item % n_chunks) * chunk, r_end = std::min(c.m, r0 + chunk);
+    const int64_t n_slices = (geo.kb + kQ5Slice - 1) / kQ5Slice;
+    const int64_t slice = (geo.kb + n_slices - 1) / n_slices;
+    for (int64_t s0 = 0; s0 < geo.kb; s0 += slice) {
+      const int64_t ns = std::min(slice, geo.kb - s0);
+      q5_expand<T>(src, nt, s0, ns, xw);
+      Geometry gs = geo;
+      gs.kb = ns;
+      // The panels seen from block s0 on: quants start s0 blocks later, d / sum / s s0 entries.
+      const int64_t xshift = s0 * kQK * MRMax;
+      XPanel xs = *c.xp;
+      xs.d_off += 4 * s0 * MRMax - xshift;
+      xs.sum_off += 4 * s0 * MRMax - xshift;
+      xs.s_off += 4 * s0 * MRMax - xshift;
+      MicroArgs a;
+      a.w = xw;
+      a.gstep = nt * 4 * L;
+      a.wd = xw + nt * 32 * L;
+      a.wm = a.wd + nt * 2 * L;
+      a.rec = nt * (32 + 2 * geo.nf16) * L;
+      a.geo = &gs;
+      a.xp = &xs;
+      a.accumulate = s0 > 0;
+      for (int64_t r = r0; r < r_end; r += MRMax) {
+        const int64_t mr = std::min<int64_t>(MRMax, r_end - r);
+        a.x = c.xq + r / MRMax * c.xp->stride + xshift;  // r % MRMax == 0
+        a.out = acc + (r - r0) * nt * L;
+        kTable.fn[mr - 1][nt - 1](a);
+      }
+    }
+    for (int64_t r = r0; r < r_end; r += MRMax) {
+      const int64_t mr = std::min<int64_t>(MRMax, r_end - r);
+      store_block(acc + (r - r0) * nt * L, nt * L, mr, c.y + r * c.ldy, c.ldy, c.bias, col0, ncols);
+    }
+  }
+}
+
 template <WType T>
 void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
          int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
@@ -524,10 +716,18 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
   constexpr int kMR = T == WType::kI8 ? kMRI8 : kMRB;
   constexpr int kNT = T == WType::kI8 ? kNTI8 : kNTB;
   const int64_t panels = geo.groups * (kP<T> / kNT);
-  const int64_t chunk = 16 * kMR;
+  // q5: twice the rows per item, over which each expanded slice is shared (run_items_q5x).
+  const int64_t chunk = (kQ5<T> ? 32 : 16) * kMR;
   const int64_t n_chunks = (m + chunk - 1) / chunk;
-  parallel_for(pool, panels * n_chunks, 1,
-               [&](int64_t b, int64_t e) { run_items<T, kMR, kNT>(c, chunk, n_chunks, b, e); });
+  if constexpr (kQ5<T>) {
+    static_assert(kMR > 1);  // XR > 1: micro_blk reads the expanded records
+    parallel_for(pool, panels * n_chunks, 1, [&](int64_t b, int64_t e) {
+      run_items_q5x<T, kMR, kNT>(c, chunk, n_chunks, b, e);
+    });
+  } else {
+    parallel_for(pool, panels * n_chunks, 1,
+                 [&](int64_t b, int64_t e) { run_items<T, kMR, kNT>(c, chunk, n_chunks, b, e); });
+  }
 }
 
 template <WType T>

@@ -389,6 +389,79 @@ TEST_CASE("int matmul: packed_bytes rejects block types with k % 32 != 0") {
   }
 }
 
+TEST_CASE("int matmul: q5_0 / q5_1 pack to GGUF's size (22 / 24 bytes per block)") {
+  const int64_t n = 64, k = 3200;  // n: a multiple of every target's tiles and groups
+  for (const Variant& var : variants()) {
+    for (WType type : {WType::kQ5_0, WType::kQ5_1}) {
+      const double gguf = static_cast<double>(n * (k / kQK)) *
+                          (type == WType::kQ5_0 ? sizeof(BlockQ5_0) : sizeof(BlockQ5_1));
+      const double pb =
+          static_cast<double>(var.table.matmul[static_cast<int>(type)].packed_bytes(n, k));
+      INFO(var.name, " ", std::string(wtype_name(type)), " packed ", pb, " gguf ", gguf);
+      CHECK(pb >= gguf);
+      CHECK(pb <= 1.01 * gguf);  // only the 64-byte alignment of each packed group on top
+    }
+  }
+}
+
+TEST_CASE("int matmul: q5 5th-bit patterns, k slices and tail tiles match the reference") {
+  // Every qh pattern reaches each element's 5th bit through the packed 5th-bit vectors (GEMV)
+  // and the GEMM's expanded slices (equal slices of <= 24 blocks: 25 and 49 blocks are 2 and 3).
+  const uint32_t patterns[] = {0u,          0xffffffffu, 0x55555555u, 0xaaaaaaaau,
+                               0x0000ffffu, 0xffff0000u, 1u,          0x80000000u};
+  const int64_t ks[] = {32, 96, 24 * 32, 25 * 32, 49 * 32};
+  const int64_t ms[] = {1, 2, 5, 40};
+  const int64_t ns[] = {1, 7, 37};
+  std::mt19937 rng(77);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (const Variant& var : variants()) {
+    for (WType type : {WType::kQ5_0, WType::kQ5_1}) {
+      const size_t bsize = type == WType::kQ5_0 ? sizeof(BlockQ5_0) : sizeof(BlockQ5_1);
+      const size_t qh_off = type == WType::kQ5_0 ? 2 : 4;
+      int idx = 0;
+      for (int64_t k : ks) {
+        for (int64_t m : ms) {
+          for (int64_t n : ns) {
+            ++idx;
+            std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
+            for (float& v : w) v = dist(rng);
+            for (float& v : x) v = dist(rng) * 3.0f;
+            Weights wt = make_weights(type, w, n, k);
+            const int64_t nblk = n * k / kQK;
+            for (int64_t b = 0; b < nblk; ++b) {  // patterns cycle over blocks; some random ones
+              uint32_t qh = patterns[(b + idx) % 8];
+              if ((b + idx) % 11 == 0) qh = static_cast<uint32_t>(rng());
+              if ((b + idx) % 13 == 0) qh = 1u << ((b + idx) % 32);  // one walking bit
+              std::memcpy(wt.bytes.data() + b * bsize + qh_off, &qh, 4);
+            }
+            const Case c{m, n, k, 0, 0, idx % 2 == 0};
+            std::vector<float> bias(static_cast<size_t>(n));
+            for (float& v : bias) v = dist(rng);
+            const MatmulKernel& ref = kernel_table_ref().matmul[static_cast<int>(type)];
+            const std::vector<float> yr = run_kernel(ref, wt, x, bias, c, nullptr);
+            const std::vector<float> yh =
+                run_kernel(var.table.matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+            int bad = 0;
+            for (int64_t r = 0; r < m; ++r) {
+              for (int64_t j = 0; j < n; ++j) {
+                int n_terms = 0;
+                const double s = block_abs_sum(type, wt, x.data() + r * k, j, k, &n_terms);
+                const double b = c.bias ? std::fabs(bias[j]) : 0.0;
+                const double tol = (2.0 * n_terms + 4) * std::ldexp(1.0, -24) * (s + b) + 1e-30;
+                const float got = yh[r * n + j], want = yr[r * n + j];
+                if (!(std::fabs(double{got} - want) <= tol) && bad++ < 3)
+                  FAIL_CHECK(var.name, " ", std::string(wtype_name(type)), " m=", m, " n=", n,
+                             " k=", k, " at (", r, ",", j, "): got ", got, " want ", want);
+              }
+            }
+            CHECK(bad == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("int matmul: run twice on the same packed weights gives identical output") {
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
