@@ -11,9 +11,10 @@
 //   (i8: quants only; f32 scales[tiles * L] after all groups)
 // One L-lane vector load is L columns x 4 consecutive k-values, what vpdpbusd consumes, and a
 // GEMV reads a group's records strictly sequentially (one stream; see Geometry). Byte j of lane
-// c of group-of-4 gr is byte 4gr + j of column c's GGUF block (i8: of its row): q8_0 / i8 stored
-// ^ 0x80 (w + 128 as u8); q4 bytes as they are, whose low nibble is element 4gr + j and high
-// nibble element 16 + 4gr + j, so one AND and one shift + AND unpack them. q5_0 / q5_1 keep
+// c of group-of-4 gr is byte 4gr + j of column c's GGUF block (i8: of its row): i8 stored ^ 0x80
+// (w + 128 as u8), q8_0 likewise except on AVX2 / SSE4 (kQ8Signed: as they are); q4 bytes as
+// they are, whose low nibble is element 4gr + j and high nibble element 16 + 4gr + j, so one AND
+// and one shift + AND unpack them. q5_0 / q5_1 keep
 // GGUF's size (22 / 24 bytes per block and column): their qs nibbles are stored as q4's (4 groups
 // of 4), then one 4-byte 5th-bit word per column whose byte j holds, in bit 2gr, the 5th bit of
 // element 4gr + j and, in bit 2gr + 1, that of element 16 + 4gr + j (gr = 0..3). The kernel
@@ -33,16 +34,17 @@
 // like the blocks' above (byte j of lane c of group-of-4 gr = byte 4gr + j of the column's quant
 // bytes, which are q4_K qs[128]; q5_K qh[32] then qs[128]; q6_K ql[128] then qh[64]), followed by
 // f16 d [tiles][L], (q4_K / q5_K) f16 dmin [tiles][L], the sub-block scales [tiles][nsub][L]
-// (u8 6-bit for q4_K / q5_K, nsub 8; i8 for q6_K, nsub 16), (q4_K / q5_K) the 6-bit mins in
-// pairs [tiles][4][L][2] (m_2i, m_2i+1 of a column side by side, for pmaddwd), and (q6_K) int32
-// corr [tiles][L] = 128 * sum_j sc_j * sum(q - 32 over sub-block j): the scales are unpacked once
-// at pack time. x is quantized to q8_K (one f32 scale per 256, quant.h's quantize_row_q8_K bit for
-// bit) with the int32 sums of each sub-block. Per super-block the kernel forms, per sub-block j,
-// the exact int32 dot of the unpacked quants with x and isum += sc_j * dot; q4_K / q5_K multiply
-// u8 quants by s8 x and msum = sum_j m_j * xsum_j; q6_K multiplies s8 (q - 32) by u8 (x + 128)
-// and subtracts corr. Finally y += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum), as
-// kernels/ref/matmul.cpp. Without VNNI the per-group pmaddubsw results are summed in int16 for as
-// many groups as cannot overflow (q4_K 8, q5_K 4, q6_K 2) and scaled by one pmaddwd with sc_j.
+// (u8 6-bit for q4_K / q5_K, nsub 8; i8 for q6_K, nsub 16) and (q4_K / q5_K) the 6-bit mins in
+// pairs [tiles][4][L][2] (m_2i, m_2i+1 of a column side by side, for pmaddwd): the scales are
+// unpacked once at pack time. x is quantized to q8_K (one f32 scale per 256, quant.h's
+// quantize_row_q8_K bit for bit) with the int32 sums of each sub-block. Per super-block the kernel
+// forms, per sub-block j, the exact int32 dot of the unpacked quants with x and isum += sc_j * dot;
+// every type multiplies u8 quants (q6_K's q in [0, 63]) by s8 x; q4_K / q5_K add msum = sum_j
+// m_j * xsum_j, q6_K's -32 offset starts each sub-block's sum at -32 * xsum_j. Finally
+// y += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum), as kernels/ref/matmul.cpp. Without VNNI
+// the per-group pmaddubsw results are summed in int16 (wrapping adds) for as many groups as the
+// exact sum fits int16 (q4_K 8, q5_K 4, q6_K all 4 of a sub-block: see KUnit::kChunk) and scaled
+// by one pmaddwd with sc_j.
 //
 // Dot products: u8 (weights) x s8 (x) in groups of 4 into int32 lanes. With AVX512-VNNI that is
 // vpdpbusd on the biased i8 / q8_0 weights, corrected exactly by -128 * sum(qs_x) (the int32 sums
@@ -52,8 +54,9 @@
 // the q4 / q5 block types add the pmaddubsw results in int16 across groups before one pmaddwd by
 // 1 (|x| <= 127: a q4 block's 8 groups <= 8 * 2 * 15 * 127 = 30480, q5's 4 groups (GEMV: 2 of
 // the packed groups' lo and hi) <= 4 * 2 * 31 * 127 = 31496), exact like the K-quants' int16
-// chunks; i8 / q8_0 (|w| up to 128)
-// go through pmaddwd per group.
+// chunks; i8 / q8_0 (|w| up to 128) go through pmaddwd per group. AVX2 / SSE4 q8_0 (kQ8Signed)
+// store w as it is, which saves the bias' xor before |w| and sign(x, w). (u8 |x| times s8
+// sign(w, x) would save one more op but is wrong for w = -128, x < 0: sign(-128) wraps to -128.)
 //
 // GEMV (one row, XR == 1) on AVX2 / SSE4 prefetches the group stream kPrefetchBlk / kPrefetchK
 // bytes ahead (below).
@@ -144,6 +147,9 @@ inline constexpr int64_t kPrefetchBlk = 2048, kPrefetchK = 12288;
 #else
 inline constexpr int64_t kPrefetchBlk = 0, kPrefetchK = 0;
 #endif
+// q8_0 weights packed as they are (s8), not ^ 0x80: the targets whose DotMadd::q8 takes |w| and
+// sign(x, w) of them directly. VNNI (AVX3) needs u8 weights; SCALAR keeps the biased bytes.
+inline constexpr bool kQ8Signed = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4;
 static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0);
 
 // ---- packed weight geometry -------------------------------------------------------------------
@@ -166,8 +172,7 @@ struct Geometry {
   int64_t total = 0;       // packed bytes
   int64_t nf16 = 0;        // f16 arrays per tile in a record (d; q4_1 / q4_K / q5_K: d, m)
   int64_t nsub = 0;        // K-quants: sub-block scale bytes per column (8 or 16), then
-  int64_t nmin = 0;        // min bytes (8: q4_K / q5_K), then
-  int64_t ncorr = 0;       // correction bytes (4: q6_K)
+  int64_t nmin = 0;        // min bytes (8: q4_K / q5_K)
 
   int64_t group_tiles(int64_t g) const { return std::min(P, tiles - g * P); }
   int64_t record(int64_t g) const { return group_tiles(g) * (qb + sb); }
@@ -191,8 +196,7 @@ Geometry geometry(int64_t n, int64_t k) {
     g.nf16 = T == WType::kQ6_K ? 1 : 2;
     g.nsub = kKSub<T>;
     g.nmin = T == WType::kQ6_K ? 0 : 8;
-    g.ncorr = T == WType::kQ6_K ? 4 : 0;
-    g.sb = (2 * g.nf16 + g.nsub + g.nmin + g.ncorr) * g.L;
+    g.sb = (2 * g.nf16 + g.nsub + g.nmin) * g.L;
   } else {
     g.kb = k / kQK;
     g.qb = (kBytes<T> ? 32 : (kQ5<T> ? 20 : 16)) * g.L;
@@ -265,7 +269,6 @@ void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
       uint16_t* dm = reinterpret_cast<uint16_t*>(side) + p * L + i * L;
       uint8_t* scp = side + p * 2 * g.nf16 * L + i * g.nsub * L;
       uint8_t* mnp = side + p * (2 * g.nf16 + g.nsub) * L + i * g.nmin * L;
-      uint8_t* crp = side + p * (2 * g.nf16 + g.nsub + g.nmin) * L + i * g.ncorr * L;
       for (int64_t c = 0; c < L; ++c) {
         const int64_t col = t * L + c;
         if (col >= n) continue;  // padding stays zero
@@ -278,19 +281,6 @@ void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
         if (g.nf16 == 2) dm[c] = dmin;
         for (int64_t j = 0; j < g.nsub; ++j) scp[j * L + c] = sc[j];
         for (int64_t j = 0; j < g.nmin; ++j) mnp[(j / 2) * 2 * L + 2 * c + j % 2] = mn[j];
-        if constexpr (T == WType::kQ6_K) {
-          const BlockQ6_K& blk = blocks[col * g.kb + b];
-          int32_t corr = 0;
-          for (int e = 0; e < kQK_K; ++e) {
-            const int h = e / 128, s = e % 128 / 32, l = e % 32;
-            const int lo = blk.ql[64 * h + 32 * (s & 1) + l];
-            const int q =
-                ((s < 2 ? lo : lo >> 4) & 15) | (((blk.qh[32 * h + l] >> (2 * s)) & 3) << 4);
-            corr += int32_t{blk.scales[e / 16]} * (q - 32);
-          }
-          corr *= 128;
-          std::memcpy(crp + 4 * c, &corr, 4);
-        }
       }
     }
   }
@@ -317,7 +307,7 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
             std::conditional_t<T == WType::kQ5_0, BlockQ5_0,
                                std::conditional_t<T == WType::kQ5_1, BlockQ5_1, BlockQ8_0>>>>;
     constexpr int kGroups = T == WType::kI8 ? 1 : (kBytes<T> ? 8 : 4);
-    constexpr uint8_t kXor = (T == WType::kI8 || T == WType::kQ8_0) ? 0x80 : 0x00;
+    constexpr uint8_t kXor = (T == WType::kI8 || (T == WType::kQ8_0 && !kQ8Signed)) ? 0x80 : 0x00;
     const Block* blocks = reinterpret_cast<const Block*>(src);
     for (int64_t t = 0; t < g.tiles; ++t) {
       const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
@@ -377,7 +367,9 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
 //   sum  [nb][rows] int32         sum of the block's qs (for the exact offset corrections)
 //   s    [nb][rows] f32           q8_1 only: f16_to_f32(f16(d * sum))
 // K-quants: nb = k / 256 q8_K scales d (f32, unrounded), and sum [nb * nsub][rows] holds the sums
-// of each sub-block (of 32 for q4_K / q5_K, of 16 for q6_K); q6_K panels store qs ^ 0x80.
+// of each sub-block (of 32 for q4_K / q5_K, of 16 for q6_K); q6_K's s [nb * 16][rows] holds, per
+// sub-block, the int16 pair (-32 * the sum of bytes 0 and 1 of its 4 groups of 4, -32 * that of
+// bytes 2 and 3): |.| <= 32 * 8 * 127 = 32512, the start of its int16 pmaddubsw sums.
 struct XPanel {
   int64_t rows = 0;
   int64_t stride = 0;  // bytes per panel (64-byte multiple)
@@ -389,11 +381,12 @@ XPanel x_panel(int64_t k, int64_t rows) {
   XPanel p;
   const int64_t nb = T == WType::kI8 ? 1 : (kIsK<T> ? k / kQK_K : k / kQK);
   const int64_t nsum = kIsK<T> ? nb * kKSub<T> : nb;
+  const int64_t ns = T == WType::kQ6_K ? nsum : nb;
   p.rows = rows;
   p.d_off = round_up(round_up(k, 4) * rows, 64);
   p.sum_off = p.d_off + 4 * nb * rows;
   p.s_off = p.sum_off + 4 * nsum * rows;
-  p.stride = p.d_off + round_up(4 * (2 * nb + nsum) * rows, 64);
+  p.stride = p.d_off + round_up(4 * (nb + nsum + ns) * rows, 64);
   return p;
 }
 
@@ -530,15 +523,16 @@ void quantize_x_q8(const float* x, int64_t k, uint8_t* panel, int64_t slot, cons
 }
 
 // quantize_row_q8_K into slot `slot` of `panel`, with the sums of every sub-block of `sub`
-// (32 or 16) values. bias128: the stored bytes are q ^ 0x80 (u8 q + 128, what q6_K multiplies).
+// (32 or 16) values. pairs (q6_K): also the -32 * pair sums in s (XPanel).
 inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t slot,
-                           const XPanel& lay, int sub, bool bias128) {
+                           const XPanel& lay, int sub, bool pairs) {
   const DF df;
   const DI di;
   const hn::Rebind<int8_t, DI> d8;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));  // divides 16 on every target
   float* dd = reinterpret_cast<float*>(panel + lay.d_off);
   int32_t* ss = reinterpret_cast<int32_t*>(panel + lay.sum_off);
+  int32_t* sp = reinterpret_cast<int32_t*>(panel + lay.s_off);
   const int nsub = kQK_K / sub;
   HWY_ALIGN int8_t tmp[kQK_K];
   for (int64_t b = 0; b < k / kQK_K; ++b) {
@@ -550,10 +544,12 @@ inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t sl
     bool finite = true;
     for (int i = 0; i < kQK_K; ++i) finite = finite && std::isfinite(xb[i]);
     if (!finite || amax < kActMinAmax) {  // quant.h's rule: zeros, d = 0 (tiny) or NaN (inf/NaN)
-      std::memset(tmp, bias128 ? 0x80 : 0, sizeof tmp);
+      std::memset(tmp, 0, sizeof tmp);
       put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
       dd[at] = finite ? 0.0f : NAN;
       for (int j = 0; j < nsub; ++j) ss[(b * nsub + j) * lay.rows + slot] = 0;
+      if (pairs)
+        for (int j = 0; j < nsub; ++j) sp[(b * nsub + j) * lay.rows + slot] = 0;
       continue;
     }
     int64_t first = 0;  // the first value of largest magnitude gives the sign, as in ggml
@@ -570,8 +566,15 @@ inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t sl
       }
       ss[(b * nsub + j) * lay.rows + slot] = hn::GetLane(hn::SumOfLanes(di, vsum));
     }
-    if (bias128)
-      for (int i = 0; i < kQK_K; ++i) tmp[i] = static_cast<int8_t>(tmp[i] ^ 0x80);
+    for (int j = 0; pairs && j < nsub; ++j) {
+      int32_t even = 0, odd = 0;
+      for (int i = j * sub; i < (j + 1) * sub; i += 4) {
+        even += tmp[i] + tmp[i + 1];
+        odd += tmp[i + 2] + tmp[i + 3];
+      }
+      sp[(b * nsub + j) * lay.rows + slot] = static_cast<int32_t>(
+          (static_cast<uint32_t>(-32 * even) & 0xffffu) | (static_cast<uint32_t>(-32 * odd) << 16));
+    }
     put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
     dd[at] = 1 / iscale;
   }
@@ -599,6 +602,7 @@ HWY_INLINE int32_t load_i32(const uint8_t* p) {
 // nib(acc, w, x): acc + sum over each lane's 4 byte pairs of u8(w) * s8(x), w in [0, 31].
 // s8(acc, w, x):  w holds biased weights (w_true ^ 0x80); adds sum u8(w) * s8(x) when kBiased
 //                 (the caller subtracts 128 * sum(x)), else sum w_true * s8(x).
+// q8(acc, w, x):  q8_0's s8 on its packed bytes (kQ8Signed: w_true, else biased).
 // K-quant sub-block sums (a: u8, b: s8, |a| * |b| * 2 per int16 pair within the caller's bound):
 //   kI16:          acc holds int16 pairs: kacc(acc, a, b) = acc + pmaddubsw(a, b) (int16 adds),
 //                  kfinish(iacc, acc, scv) = iacc + pmaddwd(acc, scv), scv = kscale(sc) holding
@@ -614,6 +618,7 @@ struct DotVnni {
     return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, x.raw)};
   }
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI s8(VI acc, VI w, VI x) { return nib(acc, w, x); }
+  LAYA_MI_VNNI_ATTR static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = false;
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return nib(acc, a, b); }
   static HWY_INLINE VI kscale(VI sc) { return sc; }
@@ -634,6 +639,7 @@ struct DotMadd {
     const __m512i xs = _mm512_mask_sub_epi8(x.raw, neg, _mm512_setzero_si512(), x.raw);
     return nib(acc, VI{_mm512_abs_epi8(ws)}, VI{xs});
   }
+  static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = true;
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
     return VI{_mm512_add_epi16(acc.raw, _mm512_maddubs_epi16(a.raw, b.raw))};
@@ -657,6 +663,10 @@ struct DotMadd {
     const __m256i ws = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
     return nib(acc, VI{_mm256_abs_epi8(ws)}, VI{_mm256_sign_epi8(x.raw, ws)});
   }
+  // q8_0 (kQ8Signed: w as it is): s8's product without the bias' xor (|w| = 128 is u8 0x80).
+  static HWY_INLINE VI q8(VI acc, VI w, VI x) {
+    return nib(acc, VI{_mm256_abs_epi8(w.raw)}, VI{_mm256_sign_epi8(x.raw, w.raw)});
+  }
   static constexpr bool kI16 = true;
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
     return VI{_mm256_add_epi16(acc.raw, _mm256_maddubs_epi16(a.raw, b.raw))};
@@ -679,6 +689,10 @@ struct DotMadd {
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m128i ws = _mm_xor_si128(w.raw, _mm_set1_epi8(static_cast<char>(0x80)));
     return nib(acc, VI{_mm_abs_epi8(ws)}, VI{_mm_sign_epi8(x.raw, ws)});
+  }
+  // q8_0 (kQ8Signed: w as it is): s8's product without the bias' xor (|w| = 128 is u8 0x80).
+  static HWY_INLINE VI q8(VI acc, VI w, VI x) {
+    return nib(acc, VI{_mm_abs_epi8(w.raw)}, VI{_mm_sign_epi8(x.raw, w.raw)});
   }
   static constexpr bool kI16 = true;
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
@@ -720,6 +734,7 @@ struct DotMadd {
   }
   static HWY_INLINE VI nib(VI acc, VI w, VI x) { return dot<false>(acc, w, x); }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) { return dot<true>(acc, w, x); }
+  static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = false;
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return dot<false>(acc, a, b); }
   static HWY_INLINE VI kscale(VI sc) { return sc; }
@@ -746,15 +761,14 @@ struct DotMadd {
 // Arguments of one micro-kernel call: MR rows x NT tiles of y, accumulated over all of k. Tile t
 // of record b: f16 d at wd + b * rec + t * 2L (m likewise).
 struct MicroArgs {
-  const uint8_t* w = nullptr;      // quants of the first tile in the first record (the vector of
-                                   // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
-  int64_t gstep = 0;               // p * 4L
-  const uint8_t* wd = nullptr;     // its f16 d
-  const uint8_t* wm = nullptr;     // its f16 m (q4_1) / dmin (q4_K, q5_K)
-  const uint8_t* wsc = nullptr;    // K-quants: its sub-block scales [nsub][L] (tile t: + t*nsub*L)
-  const uint8_t* wmn = nullptr;    // q4_K / q5_K: its mins [4][L][2] (tile t: + t*8L)
-  const uint8_t* wcorr = nullptr;  // q6_K: its int32 corr [L] (tile t: + t*4L)
-  int64_t rec = 0;                 // bytes between records
+  const uint8_t* w = nullptr;    // quants of the first tile in the first record (the vector of
+                                 // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
+  int64_t gstep = 0;             // p * 4L
+  const uint8_t* wd = nullptr;   // its f16 d
+  const uint8_t* wm = nullptr;   // its f16 m (q4_1) / dmin (q4_K, q5_K)
+  const uint8_t* wsc = nullptr;  // K-quants: its sub-block scales [nsub][L] (tile t: + t*nsub*L)
+  const uint8_t* wmn = nullptr;  // q4_K / q5_K: its mins [4][L][2] (tile t: + t*8L)
+  int64_t rec = 0;               // bytes between records
   const Geometry* geo = nullptr;
   const uint8_t* x = nullptr;  // activation panel (its slot 0 is the first row)
   const XPanel* xp = nullptr;
@@ -849,8 +863,7 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
     for (int64_t b = 0; b < k / kQK_K; ++b) {
       BlockQ8_K& blk = static_cast<BlockQ8_K*>(out)[b];
       blk.d = d[b];
-      for (int i = 0; i < kQK_K; ++i)  // q6_K panels hold q + 128
-        blk.qs[i] = static_cast<int8_t>(xr[b * kQK_K + i] ^ (k6 ? 0x80 : 0));
+      std::memcpy(blk.qs, xr + b * kQK_K, kQK_K);
       // bsums (of 16) from the stored values; the kernel's own sub-block sums are returned as
       // their total over the row, which the test compares with the bsums' total.
       for (int g = 0; g < 16; ++g) {
@@ -858,10 +871,18 @@ inline float QuantizeActForTest(int type, const float* x, int64_t k, void* out, 
         for (int i = 0; i < 16; ++i) s += blk.qs[16 * g + i];
         blk.bsums[g] = static_cast<int16_t>(s);
       }
+      const int32_t* pairs = reinterpret_cast<const int32_t*>(xr + lay.s_off);
       for (int j = 0; j < kQK_K / sub; ++j) {
-        int s = 0;
-        for (int i = 0; i < sub; ++i) s += blk.qs[sub * j + i];
+        int s = 0, even = 0;
+        for (int i = 0; i < sub; ++i) {
+          s += blk.qs[sub * j + i];
+          if (i % 4 < 2) even += blk.qs[sub * j + i];
+        }
         if (s != sums[b * (kQK_K / sub) + j]) return -1.0f;  // inconsistent sub-block sum
+        const int32_t pr = pairs[b * (kQK_K / sub) + j];     // q6_K: -32 * the pair sums
+        if (k6 && (static_cast<int16_t>(pr & 0xffff) != -32 * even ||
+                   static_cast<int16_t>(pr >> 16) != -32 * (s - even)))
+          return -1.0f;
       }
     }
     return 0.0f;

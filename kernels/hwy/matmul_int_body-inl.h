@@ -15,6 +15,7 @@ using Dot = LAYA_MI_DOT;
 // Block types sum pmaddubsw results in int16 across groups before one pmaddwd (AVX2, SSE4; the
 // AVX3 fallback keeps its int32 sums).
 inline constexpr bool kBlkI16 = Dot::kI16 && HWY_TARGET != HWY_AVX3;
+static_assert(!kQ8Signed || !Dot::kBiased, "signed q8_0 bytes need a signed-weight policy");
 
 // Activation panels hold XR rows (== the caller's MRMax); MR <= XR of them are used.
 
@@ -131,7 +132,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
       int32_t init = 0;
       if constexpr (T == WType::kQ4_0) init = -8 * xsum[r];
       if constexpr (T == WType::kQ5_0) init = -16 * xsum[r];
-      if constexpr (T == WType::kQ8_0 && Dot::kBiased) init = -128 * xsum[r];
+      if constexpr (T == WType::kQ8_0 && Dot::kBiased && !kQ8Signed) init = -128 * xsum[r];
       for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Set(di, init);
     }
     const uint8_t* q = a.w + b * a.rec;
@@ -146,7 +147,7 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
         }
         for (int r = 0; r < MR; ++r) {
           const VI xv = hn::Set(di, load_i32(xq + (g * XR + r) * 4));
-          for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::s8(iacc[r][t], wv[t], xv);
+          for (int t = 0; t < NT; ++t) iacc[r][t] = Dot::q8(iacc[r][t], wv[t], xv);
         }
       }
     } else if constexpr (kQ5<T> && XR == 1) {
@@ -278,9 +279,11 @@ template <WType T>
 struct KUnit {
   static constexpr int kUnits = T == WType::kQ6_K ? 8 : 4;
   static constexpr int kGroups = T == WType::kQ6_K ? 4 : 8;
-  // Groups summed in int16 before pmaddwd without overflow (|sum| <= 32767): q4_K 8 * 2 * 15 *
-  // 127 = 30480, q5_K 4 * 2 * 31 * 127 = 31496, q6_K 2 * 2 * 32 * 255 = 32640.
-  static constexpr int kChunk = T == WType::kQ4_K ? 8 : (T == WType::kQ5_K ? 4 : 2);
+  // Groups summed in int16 (pmaddubsw pairs <= 2 * 63 * 127 = 16002 never saturate; the adds
+  // wrap, so only each chunk's exact sum must fit int16): q4_K 8 * 2 * 15 * 127 = 30480, q5_K
+  // 4 * 2 * 31 * 127 = 31496, q6_K a sub-block's 4 groups: started at -32 * its x pair sums
+  // (kq_init), the sum is that of (q - 32) * x, |.| <= 4 * 2 * 32 * 127 = 32512.
+  static constexpr int kChunk = T == WType::kQ4_K ? 8 : 4;
   template <int U>
   static constexpr int j_lo() {
     return T == WType::kQ6_K ? 8 * (U / 4) + 2 * (U % 2) + U / 2 % 2 : 2 * U;
@@ -300,8 +303,8 @@ struct KUnit {
   }
 };
 
-// The two weight vectors (low and high sub-block) of group g of unit U for tile t: u8 quants for
-// q4_K / q5_K, s8 (q - 32) for q6_K. q = a.w + b * a.rec (the record).
+// The two weight vectors (low and high sub-block) of group g of unit U for tile t: u8 quants
+// (q6_K: q in [0, 63], its -32 in kq_init). q = a.w + b * a.rec (the record).
 template <WType T, int U>
 LAYA_MI_ATTR HWY_INLINE void kq_unpack(const MicroArgs& a, const uint8_t* q, int g, int t, VI* lo,
                                        VI* hi) {
@@ -318,20 +321,9 @@ LAYA_MI_ATTR HWY_INLINE void kq_unpack(const MicroArgs& a, const uint8_t* q, int
     const VU ql = load(16 * h + 8 * sp + l4);  // ql[64h + 32sp + 4 l4]
     const VU qh = load(32 + 8 * h + l4);       // qh[32h + 4 l4]
     const VU m30 = hn::Set(du, 0x30303030u);
-    const VU wl = hn::Or(hn::And(ql, m4), hn::And(hn::ShiftLeft<4 - 2 * sp>(qh), m30));
-    const VU wh =
-        hn::Or(hn::And(hn::ShiftRight<4>(ql), m4), hn::And(hn::ShiftRight<2 * sp>(qh), m30));
-#if HWY_TARGET == HWY_SCALAR
-    // Bytewise q - 32 within u32 lanes: (q | 0x80) - 32 borrows nothing, ^ 0x80 wraps it back.
-    const VU k80 = hn::Set(du, 0x80808080u), k20 = hn::Set(du, 0x20202020u);
-    *lo = hn::BitCast(di, hn::Xor(hn::Sub(hn::Or(wl, k80), k20), k80));
-    *hi = hn::BitCast(di, hn::Xor(hn::Sub(hn::Or(wh, k80), k20), k80));
-#else
-    const hn::Repartition<uint8_t, DU> d8;
-    const auto k32 = hn::Set(d8, uint8_t{32});
-    *lo = hn::BitCast(di, hn::Sub(hn::BitCast(d8, wl), k32));
-    *hi = hn::BitCast(di, hn::Sub(hn::BitCast(d8, wh), k32));
-#endif
+    *lo = hn::BitCast(di, hn::Or(hn::And(ql, m4), hn::And(hn::ShiftLeft<4 - 2 * sp>(qh), m30)));
+    *hi = hn::BitCast(
+        di, hn::Or(hn::And(hn::ShiftRight<4>(ql), m4), hn::And(hn::ShiftRight<2 * sp>(qh), m30)));
   } else {
     constexpr int kQs = T == WType::kQ5_K ? 8 : 0;  // q5_K: the qh groups come first
     const VU v = load(kQs + 8 * U + g);
@@ -370,24 +362,46 @@ LAYA_MI_ATTR HWY_INLINE VI kq_scale(const MicroArgs& a, int64_t b, int j, int t)
   }
 }
 
+// Start of a chunk's sum of sub-block j for row r: 0, or (q6_K) -32 * its x values' sum (int16
+// policies: per int16 half, the pair sums of the XPanel's s; otherwise xsum_j).
+template <WType T, int XR>
+LAYA_MI_ATTR HWY_INLINE VI kq_init(const MicroArgs& a, int64_t b, int j, int r) {
+  const DI di;
+  if constexpr (T == WType::kQ6_K) {
+    const int64_t at = (b * kKSub<T> + j) * XR + r;
+    if constexpr (Dot::kI16)
+      return hn::Set(di, reinterpret_cast<const int32_t*>(a.x + a.xp->s_off)[at]);
+    return hn::Set(di, -32 * reinterpret_cast<const int32_t*>(a.x + a.xp->sum_off)[at]);
+  }
+  (void)a, (void)b, (void)j, (void)r;
+  return hn::Zero(di);
+}
+
 // One unit: accumulates its two sub-blocks' scaled dots into iacc.
 template <WType T, int MR, int NT, int XR, int U>
 LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_t* q,
                                      const uint8_t* xq, VI (&iacc)[MR][NT]) {
   using K = KUnit<T>;
+  static_assert(T != WType::kQ6_K || K::kChunk == K::kGroups, "kq_init starts whole sub-blocks");
   const DI di;
   if constexpr (XR == 1 && kPrefetchK > 0) {  // GEMV: this unit's share of the record, ahead
     const int64_t part = (a.rec / K::kUnits + 63) / 64 * 64;
     for (int64_t o = U * part; o < (U + 1) * part; o += 64) hwy::Prefetch(q + kPrefetchK + o);
   }
+  constexpr int jl = K::template j_lo<U>(), jh = K::template j_hi<U>();
   VI sl[NT], sh[NT];  // the two sub-blocks' scales, once per unit
   for (int t = 0; t < NT; ++t) {
-    sl[t] = kq_scale<T>(a, b, K::template j_lo<U>(), t);
-    sh[t] = kq_scale<T>(a, b, K::template j_hi<U>(), t);
+    sl[t] = kq_scale<T>(a, b, jl, t);
+    sh[t] = kq_scale<T>(a, b, jh, t);
   }
   VI alo[MR][NT], ahi[MR][NT];
-  for (int r = 0; r < MR; ++r)
-    for (int t = 0; t < NT; ++t) alo[r][t] = ahi[r][t] = hn::Zero(di);
+  for (int r = 0; r < MR; ++r) {
+    const VI il = kq_init<T, XR>(a, b, jl, r), ih = kq_init<T, XR>(a, b, jh, r);
+    for (int t = 0; t < NT; ++t) {
+      alo[r][t] = il;
+      ahi[r][t] = ih;
+    }
+  }
   for (int g = 0; g < K::kGroups; ++g) {
     // x broadcasts first, then one tile's two weight vectors at a time (few live registers).
     VI xl[MR], xh[MR];
@@ -399,13 +413,8 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
       VI wl, wh;
       kq_unpack<T, U>(a, q, g, t, &wl, &wh);
       for (int r = 0; r < MR; ++r) {
-        if constexpr (T == WType::kQ6_K) {  // u8 (x + 128: the panel's bytes) times s8 (q - 32)
-          alo[r][t] = Dot::kacc(alo[r][t], xl[r], wl);
-          ahi[r][t] = Dot::kacc(ahi[r][t], xh[r], wh);
-        } else {
-          alo[r][t] = Dot::kacc(alo[r][t], wl, xl[r]);
-          ahi[r][t] = Dot::kacc(ahi[r][t], wh, xh[r]);
-        }
+        alo[r][t] = Dot::kacc(alo[r][t], wl, xl[r]);
+        ahi[r][t] = Dot::kacc(ahi[r][t], wh, xh[r]);
       }
     }
     if ((g + 1) % K::kChunk == 0) {
@@ -449,13 +458,7 @@ LAYA_MI_ATTR void micro_kq(const MicroArgs& a) {
       for (int t = 0; t < NT; ++t) iacc[r][t] = hn::Zero(di);
     kq_units<T, MR, NT, XR>(a, b, q, xq, iacc, std::make_integer_sequence<int, KUnit<T>::kUnits>());
     VI macc[MR][NT];
-    if constexpr (T == WType::kQ6_K) {
-      for (int t = 0; t < NT; ++t) {
-        const VI corr =
-            hn::LoadU(di, reinterpret_cast<const int32_t*>(a.wcorr + b * a.rec + t * 4 * L));
-        for (int r = 0; r < MR; ++r) iacc[r][t] = hn::Sub(iacc[r][t], corr);
-      }
-    } else {
+    if constexpr (T != WType::kQ6_K) {
       // msum via pmaddwd: min pairs (m_2i, m_2i+1) per column times (xsum_2i, xsum_2i+1) per row
       // (|xsum| <= 32 * 127 fits int16).
       const int32_t* xs = xsum + b * kSub * XR;  // sub-block j of row r at xs[j XR + r]
@@ -568,7 +571,6 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
     a.wm = grp + p * geo.qb + p * 2 * L + i0 * 2 * L;
     a.wsc = grp + p * geo.qb + p * 2 * geo.nf16 * L + i0 * geo.nsub * L;
     a.wmn = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub) * L + i0 * geo.nmin * L;
-    a.wcorr = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub + geo.nmin) * L + i0 * geo.ncorr * L;
     a.rec = geo.record(g);
     a.geo = &geo;
     a.xp = c.xp;

@@ -725,3 +725,55 @@ TEST_CASE("int matmul: extreme int8 values (-128, 127, nibble 15) do not saturat
     }
   }
 }
+
+TEST_CASE("int matmul: int16 sums at their exact bounds (GEMV and GEMM)") {
+  // Every quant at one extreme against x quantized to all +127 or all -127 (a constant row), so
+  // each int16 sum of the pmaddubsw paths reaches its bound (q8_0 pairs 2 * 128 * 127 = 32512;
+  // q4_K chunks 8 * 2 * 15 * 127 = 30480; q5_K 4 * 2 * 31 * 127 = 31496; q6_K a sub-block's
+  // (q - 32) * x, 8 * 32 * 127 = 32512 with q = 0) with either sign, in the GEMV (m = 1) and the
+  // GEMM micro-kernels; every path must equal the reference.
+  const int64_t n = 37;
+  const WType types[] = {WType::kQ8_0, WType::kQ4_K, WType::kQ5_K, WType::kQ6_K};
+  for (const Variant& var : variants()) {
+    for (WType type : types) {
+      const int64_t k = is_kquant(type) ? 512 : 96;
+      for (int wv = 0; wv < 2; ++wv) {  // q8_0: -128 / 127; K-quants: all quant bits 0 / 1
+        std::vector<float> w(n * k, 1.0f);
+        Weights wt = make_weights(type, w, n, k);
+        if (type == WType::kQ8_0) {
+          for (int64_t b = 0; b < n * k / kQK; ++b)
+            std::memset(wt.bytes.data() + b * sizeof(BlockQ8_0) + 2, wv ? 0x7f : 0x80, kQK);
+        } else {
+          const size_t bs = kquant_block_bytes(type);
+          const size_t qbytes = type == WType::kQ6_K ? 192 : (type == WType::kQ5_K ? 160 : 128);
+          const size_t qoff = type == WType::kQ6_K ? 0 : 16;
+          for (int64_t b = 0; b < n * k / kQK_K; ++b) {
+            uint8_t* blk = wt.bytes.data() + b * bs;
+            std::memset(blk + qoff, wv ? 0xff : 0x00, qbytes);
+            if (type == WType::kQ6_K) {
+              for (int i = 0; i < 16; ++i) blk[192 + i] = static_cast<uint8_t>(i % 2 ? -128 : 127);
+            } else {
+              std::memset(blk + 4, 0xff, 12);  // every scale and min 63
+            }
+          }
+        }
+        for (float xv : {2.0f, -2.0f}) {
+          for (int64_t m : {1, 3}) {
+            std::vector<float> x(m * k, xv);
+            const Case c{m, n, k, 0, 0, true};
+            std::vector<float> bias(n, 0.5f);
+            const std::vector<float> yr = run_kernel(
+                kernel_table_ref().matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+            const std::vector<float> yh =
+                run_kernel(var.table.matmul[static_cast<int>(type)], wt, x, bias, c, nullptr);
+            for (size_t i = 0; i < yr.size(); ++i) {
+              INFO(var.name, " ", std::string(wtype_name(type)), " w ", wv, " x ", xv, " m ", m,
+                   " at ", i);
+              REQUIRE(std::fabs(yh[i] - yr[i]) <= 1e-5f * std::fabs(yr[i]) + 1e-3f);
+            }
+          }
+        }
+      }
+    }
+  }
+}
