@@ -5,18 +5,20 @@
 //    into one batch entry with positions and sequence ids, vs the same rows as a batch of 8 x 64,
 //    vs one row of 512 tokens. GFLOP/s of useful work: 4 L^2 head_dim per head per row of L
 //    tokens (halved for causal), so packed rows should match the batch.
-//  - Decode (q_len 1, GQA): GB/s of K and V read (2 kv_len n_kv_heads head_dim 4 bytes), as % of
-//    the DRAM read peak. Iterations rotate over enough KV caches (>= 96 MiB) that K/V come from
-//    DRAM, not the 32 MiB L3.
+//  - Decode (q_len 1, GQA): GB/s of K and V read (2 kv_len n_kv_heads head_dim 4 bytes, 2 with
+//    f16 K / V: an f16 KV cache), as % of the DRAM read peak. Iterations rotate over enough KV
+//    caches (>= 96 MiB) that K/V come from DRAM, not the 32 MiB L3.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench/peak.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 namespace {
 
@@ -143,14 +145,19 @@ void BM_attention_decode(benchmark::State& state) {
   const int32_t heads = static_cast<int32_t>(state.range(2));
   const int32_t kv_heads = static_cast<int32_t>(state.range(3));
   const bool ids = state.range(4) != 0;
+  const bool f16 = state.range(5) != 0;
+  const size_t elem = f16 ? 2 : 4;
   const int64_t kv_row = int64_t{kv_heads} * hd;
-  const size_t cache_floats = static_cast<size_t>(2 * kv_len * kv_row);  // K then V
-  const size_t copies = std::max<size_t>(2, (size_t{96} << 20) / (cache_floats * 4) + 1);
-  float* caches =
-      static_cast<float*>(laya::bench::huge_alloc(copies * cache_floats * sizeof(float)));
-  const std::vector<float> init = randn(cache_floats, 4);
+  const size_t cache_elems = static_cast<size_t>(2 * kv_len * kv_row);  // K then V
+  const size_t cache_bytes = cache_elems * elem;
+  const size_t copies = std::max<size_t>(2, (size_t{96} << 20) / cache_bytes + 1);
+  uint8_t* caches = static_cast<uint8_t*>(laya::bench::huge_alloc(copies * cache_bytes));
+  const std::vector<float> init = randn(cache_elems, 4);
+  std::vector<uint16_t> init16(cache_elems);
+  for (size_t i = 0; i < cache_elems; ++i) init16[i] = laya::kernels::f32_to_f16(init[i]);
   for (size_t c = 0; c < copies; ++c)
-    std::copy(init.begin(), init.end(), caches + c * cache_floats);
+    std::memcpy(caches + c * cache_bytes,
+                f16 ? static_cast<const void*>(init16.data()) : init.data(), cache_bytes);
   const std::vector<float> q = randn(static_cast<size_t>(heads * hd), 5);
   std::vector<float> out(q.size());
   AttentionArgs a;
@@ -165,6 +172,7 @@ void BM_attention_decode(benchmark::State& state) {
   a.head_dim = hd;
   a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   a.causal = true;
+  a.kv_type = f16 ? laya::kernels::KvType::kF16 : laya::kernels::KvType::kF32;
   std::vector<int32_t> k_pos(static_cast<size_t>(kv_len)), k_seq(static_cast<size_t>(kv_len), 0);
   for (int64_t j = 0; j < kv_len; ++j) k_pos[static_cast<size_t>(j)] = static_cast<int32_t>(j);
   const int32_t q_pos = static_cast<int32_t>(kv_len - 1), q_seq = 0;
@@ -177,27 +185,28 @@ void BM_attention_decode(benchmark::State& state) {
   std::vector<uint8_t> scratch(table().attention_scratch_bytes(a, 1));
   size_t c = 0;
   for (auto _ : state) {
-    a.k = caches + c * cache_floats;
-    a.v = a.k + kv_len * kv_row;
+    a.k = caches + c * cache_bytes;
+    a.v = caches + c * cache_bytes + cache_bytes / 2;
     table().attention(a, 0, heads, scratch.data(), nullptr);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
     c = c + 1 == copies ? 0 : c + 1;
   }
-  laya::bench::report_bytes(state, static_cast<double>(cache_floats) * sizeof(float));
-  state.SetLabel(std::string(table().isa) + (ids ? " cells" : ""));
-  laya::bench::huge_free(caches, copies * cache_floats * sizeof(float));
+  laya::bench::report_bytes(state, static_cast<double>(cache_bytes));
+  state.SetLabel(std::string(table().isa) + (ids ? " cells" : "") + (f16 ? " f16" : ""));
+  laya::bench::huge_free(caches, copies * cache_bytes);
 }
+// Each shape with f32 then f16 K / V (the last arg).
 BENCHMARK(BM_attention_decode)
-    ->ArgNames({"kv", "hd", "heads", "kv_heads", "ids"})
-    ->Args({192, 64, 9, 3, 1})  // SmolLM2-135M: decoder_bench.py's cache (128 + 64 tokens)
-    ->Args({512, 64, 12, 4, 0})
-    ->Args({1024, 64, 12, 4, 0})
-    ->Args({4096, 64, 12, 4, 0})
-    ->Args({4096, 64, 12, 4, 1})
-    ->Args({512, 128, 32, 8, 0})
-    ->Args({4096, 128, 32, 8, 0})
-    ->Args({4096, 64, 12, 12, 0})
+    ->ArgNames({"kv", "hd", "heads", "kv_heads", "ids", "f16"})
+    ->ArgsProduct({{192}, {64}, {9}, {3}, {1}, {0, 1}})   // SmolLM2-135M: decoder_bench.py's cache
+    ->ArgsProduct({{1088}, {64}, {9}, {3}, {1}, {0, 1}})  // SmolLM2-135M: 1024 + 64 tokens
+    ->Args({512, 64, 12, 4, 0, 0})
+    ->Args({1024, 64, 12, 4, 0, 0})
+    ->ArgsProduct({{4096}, {64}, {12}, {4}, {0, 1}, {0, 1}})
+    ->Args({512, 128, 32, 8, 0, 0})
+    ->ArgsProduct({{4096}, {128}, {32}, {8}, {0}, {0, 1}})
+    ->Args({4096, 64, 12, 12, 0, 0})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -9,8 +9,10 @@
 // first token picked. BM_ttft_hit: the system prompt's blocks (16 tokens each) are cached, so the
 // prompt reuses its 400 tokens and prefills the 20 of the suffix. The time is the runner's
 // DecoderStats::first_token_ms (manual time); storing the prompt's blocks after the first token
-// is not in it. LAYA_THREADS (default 1) sets the CPU threads. Without the GGUF both benchmarks
-// skip with a message.
+// is not in it. LAYA_THREADS (default 1) sets the CPU threads; `--kv-type f16` (anywhere among
+// the benchmark flags) builds the graph with an f16 KV cache (default f32), whose bytes per cell
+// are the kv_bytes_per_cell counter (the prefix-cache budget follows them). Without the GGUF both
+// benchmarks skip with a message.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -32,6 +34,7 @@ namespace {
 using namespace laya;
 
 constexpr int64_t kSystem = 400, kSuffix = 20, kChunk = 128, kBlock = 16;
+ir::DType g_kv_dtype = ir::DType::kF32;  // --kv-type
 
 std::string gguf_path() {
   if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;
@@ -53,6 +56,7 @@ struct Setup {
   std::unique_ptr<runtime::PrefixCache> prefix;
   std::vector<int32_t> system;
   int64_t vocab = 0;
+  runtime::KvCacheLayout layout;
 
   Status init() {
     const std::string path = gguf_path();
@@ -75,6 +79,7 @@ struct Setup {
     frontends::gguf::CachedDecoderGraphOptions o;
     o.max_seq = kChunk;
     o.max_cells = cells;
+    o.kv_dtype = g_kv_dtype;
     LAYA_ASSIGN_OR_RETURN(graph, frontends::gguf::build_cached_decoder_graph(file, o));
     vocab = graph.values[graph.outputs[0]].shape.dims[2].c;
     runtime::SessionOptions base;
@@ -86,7 +91,7 @@ struct Setup {
     LAYA_ASSIGN_OR_RETURN(buffers, runtime::session_buffers_alloc(*session));
     LAYA_RETURN_IF_ERROR(session->bind_memory(
         buffers.persistent.region(), buffers.activations.region(), buffers.scratch.region()));
-    LAYA_ASSIGN_OR_RETURN(runtime::KvCacheLayout layout, runtime::kv_cache_layout(graph));
+    LAYA_ASSIGN_OR_RETURN(layout, runtime::kv_cache_layout(graph));
     LAYA_ASSIGN_OR_RETURN(
         kv_memory, runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(layout, cells),
                                                 runtime::kRegionAlign, true));
@@ -157,6 +162,7 @@ void run(benchmark::State& state, bool use_prefix) {
   }
   state.counters["prompt_tokens"] = static_cast<double>(kSystem + kSuffix);
   state.counters["hit_tokens"] = static_cast<double>(hit);
+  state.counters["kv_bytes_per_cell"] = static_cast<double>(s->layout.bytes_per_cell);
 }
 
 void BM_ttft_cold(benchmark::State& state) {
@@ -171,4 +177,29 @@ BENCHMARK(BM_ttft_hit)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // --kv-type f32|f16 (or --kv-type=...) is ours; the rest goes to Google Benchmark.
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i], v;
+    if (a == "--kv-type" && i + 1 < argc)
+      v = argv[++i];
+    else if (a.rfind("--kv-type=", 0) == 0)
+      v = a.substr(10);
+    else {
+      args.push_back(argv[i]);
+      continue;
+    }
+    if (v != "f32" && v != "f16") {
+      std::fprintf(stderr, "--kv-type %s: expected f32 or f16\n", v.c_str());
+      return 2;
+    }
+    g_kv_dtype = v == "f16" ? ir::DType::kF16 : ir::DType::kF32;
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -4,15 +4,18 @@ llama.cpp (llama-cpp-python) on the same GGUF, 1 and 2 threads, in one run. Writ
 table of medians.
 
     /work/refvenv/bin/python bench/decoder_bench.py --laya-run build/tools/laya-run --gguf M.gguf \\
-        [--prompt-tokens 128] [--new-tokens 64] [--threads 1,2] [--reps 3]
+        [--prompt-tokens 128] [--new-tokens 64] [--threads 1,2] [--reps 3] [--kv-types f32,f16]
+        [--no-llamacpp]
 
 Per repetition each engine starts cold in the same way: ours a fresh `laya-run generate` process
 (load, import, pack, then prefill the prompt in one chunk and decode), llama.cpp a fresh
 `Llama` object (load, then eval the prompt in one batch and decode one token per eval). Prompt
 processing is prompt tokens / prefill time (the first execute in the process on both sides);
 decode is new tokens after the first / their time. The prompt is the same ids on both sides
-(llama.cpp's tokenization of a fixed text, cut to --prompt-tokens). The machine may be shared:
-quote the CPU and say so.
+(llama.cpp's tokenization of a fixed text, cut to --prompt-tokens). --kv-types runs ours once per
+KV cache type (`laya-run generate --kv-type`, one row each; llama.cpp keeps its default f16 K / V),
+interleaved with the other engine in every repetition; --no-llamacpp leaves llama.cpp out. The
+machine may be shared: quote the CPU and say so.
 """
 import argparse
 import json
@@ -23,7 +26,7 @@ import sys
 import time
 
 TEXT = ("The maintenance log of the cooling system records every alarm, the time it was raised, "
-        "the sensor that raised it and the action the operator took. ") * 20
+        "the sensor that raised it and the action the operator took. ") * 80
 
 
 def cpu_model():
@@ -36,10 +39,11 @@ def cpu_model():
     return platform.processor()
 
 
-def ours(laya_run, gguf, ids, new, threads):
+def ours(laya_run, gguf, ids, new, threads, kv_type):
     out = subprocess.run([laya_run, "generate", "--model", gguf, "--ids", ",".join(map(str, ids)),
                           "--max-tokens", str(new), "--chunk", str(len(ids)), "--threads",
-                          str(threads), "--json"], check=True, capture_output=True, text=True)
+                          str(threads), "--kv-type", kv_type, "--json"], check=True,
+                         capture_output=True, text=True)
     t = json.loads(out.stdout)["timings"]
     return len(ids) * 1000.0 / t["prefill_ms"], t["decode_tokens_per_s"]
 
@@ -48,7 +52,8 @@ def llamacpp(gguf, ids, new, threads):
     import llama_cpp
     import numpy as np
 
-    llm = llama_cpp.Llama(model_path=gguf, n_ctx=512, n_batch=512, n_ubatch=512,
+    ctx = max(512, (len(ids) + new + 511) // 512 * 512)
+    llm = llama_cpp.Llama(model_path=gguf, n_ctx=ctx, n_batch=ctx, n_ubatch=ctx,
                           n_threads=threads, n_threads_batch=threads, logits_all=False,
                           verbose=False, seed=0)
     t0 = time.perf_counter()
@@ -72,7 +77,10 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--kv-types", default="f32", help="ours: KV cache types, e.g. f32,f16")
+    ap.add_argument("--no-llamacpp", action="store_true")
     a = ap.parse_args()
+    kv_types = a.kv_types.split(",")
     import llama_cpp
 
     tok = llama_cpp.Llama(model_path=a.gguf, vocab_only=True, verbose=False)
@@ -80,10 +88,15 @@ def main():
     del tok
     rows = []
     for th in [int(x) for x in a.threads.split(",")]:
-        res = {"laya-run": [], "llama.cpp": []}
+        res = {f"laya-run (KV {kv})": [] for kv in kv_types}
+        if not a.no_llamacpp:
+            res["llama.cpp"] = []
         for _ in range(a.reps):  # interleaved, so a load change hits both
-            res["laya-run"].append(ours(a.laya_run, a.gguf, ids, a.new_tokens, th))
-            res["llama.cpp"].append(llamacpp(a.gguf, ids, a.new_tokens, th))
+            for kv in kv_types:
+                res[f"laya-run (KV {kv})"].append(ours(a.laya_run, a.gguf, ids, a.new_tokens, th,
+                                                       kv))
+            if not a.no_llamacpp:
+                res["llama.cpp"].append(llamacpp(a.gguf, ids, a.new_tokens, th))
         for name, r in res.items():
             rows.append((name, th, statistics.median(x[0] for x in r),
                          statistics.median(x[1] for x in r)))

@@ -254,6 +254,10 @@ Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,
         "GGUF decoder: max_batch %lld, max_seq %lld and max_cells %lld must be >= 1",
         static_cast<long long>(opts.max_batch), static_cast<long long>(opts.max_seq),
         static_cast<long long>(opts.max_cells));
+  if (opts.kv_dtype != DType::kF32 && opts.kv_dtype != DType::kF16)
+    return status_error(StatusCode::kInvalidArgument,
+                        "GGUF decoder: KV cache dtype %s; expected f32 or f16",
+                        ir::dtype_name(opts.kv_dtype));
   LAYA_ASSIGN_OR_RETURN(DecoderSpec spec, decoder_spec(*f));
   const int64_t ctx = spec.params.context_length;
   ir::GraphBuilder b;
@@ -282,8 +286,8 @@ Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,
   for (int64_t l = 0; l < spec.params.block_count; ++l) {
     const std::string prefix = "blk." + std::to_string(l) + ".";
     const DecoderLayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    const ValueId k_cache = b.state(prefix + "k_cache", DType::kF32, cache);
-    const ValueId v_cache = b.state(prefix + "v_cache", DType::kF32, cache);
+    const ValueId k_cache = b.state(prefix + "k_cache", opts.kv_dtype, cache);
+    const ValueId v_cache = b.state(prefix + "v_cache", opts.kv_dtype, cache);
     const DecoderQkv qkv = decoder_qkv(b, spec, lw, x, pos, prefix);
     const ValueId kc = b.kv_write(k_cache, qkv.k, tok_cells, prefix + "k_write");
     const ValueId vc = b.kv_write(v_cache, qkv.v, tok_cells, prefix + "v_write");

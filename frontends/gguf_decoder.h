@@ -121,7 +121,9 @@ Result<ir::Graph> build_decoder_graph(std::shared_ptr<const File> f,
 //                                             before output_norm and the lm head, so a prefill
 //                                             chunk that only needs its last token's logits
 //                                             pays one row of the lm head, not seq rows
-//   states   blk.<l>.k_cache, blk.<l>.v_cache f32 [1, cells, n_kv * hd]   per layer
+//   states   blk.<l>.k_cache, blk.<l>.v_cache kv_dtype [1, cells, n_kv * hd]   per layer (f32,
+//                                             or f16: kv_write rounds the rows, attention reads
+//                                             them as f32; half the cache bytes)
 //   output   logits  f32 [batch, rows, vocab]
 //   per layer: decoder_qkv -> kv_write(k_cache, k, cells), kv_write(v_cache, v, cells) ->
 //   attention(q, k_cache, v_cache; q at positions / seq_ids, keys at the cells' positions /
@@ -131,10 +133,11 @@ Result<ir::Graph> build_decoder_graph(std::shared_ptr<const File> f,
 // decode as separate buckets of this one graph (runtime::decoder_session_options).
 struct CachedDecoderGraphOptions {
   int64_t max_batch = 1;
-  int64_t max_seq = 128;     // the prefill chunk
-  int64_t max_cells = 4096;  // the largest cache a session may bind
+  int64_t max_seq = 128;                 // the prefill chunk
+  int64_t max_cells = 4096;              // the largest cache a session may bind
+  ir::DType kv_dtype = ir::DType::kF32;  // the states: kF32 or kF16
 };
-// kInvalidArgument for a bound < 1; otherwise as build_decoder_graph.
+// kInvalidArgument for a bound < 1 or another kv_dtype; otherwise as build_decoder_graph.
 Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,
                                              const CachedDecoderGraphOptions& opts = {});
 

@@ -159,6 +159,7 @@ Result<ir::Graph> import_gguf(const std::string& path, const GgufImportOptions& 
   CachedDecoderGraphOptions go;
   go.max_seq = opts.max_chunk;
   go.max_cells = opts.max_cells > 0 ? opts.max_cells : params->context_length;
+  go.kv_dtype = opts.kv_dtype;
   Result<ir::Graph> built = build_cached_decoder_graph(f, go);
   if (!built.is_ok()) return prefixed(path, built.status());
   ir::Graph g = std::move(built).value();

@@ -239,11 +239,31 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       return Status::ok();
     }
     case Op::kAttention: {
+      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "q"));
       for (size_t i = 0; i < 3; ++i) {
         const char* role = i == 0 ? "q" : i == 1 ? "k" : "v";
-        LAYA_RETURN_IF_ERROR(c.want_dtype(i, DType::kF32, role));
         LAYA_RETURN_IF_ERROR(c.want_rank(i, 3, 3, role));
       }
+      // k / v: f32, or both f16 read from an f16 KV cache (kv_write outputs).
+      for (size_t i = 1; i < 3; ++i) {
+        const Value& kv = c.in(i);
+        const char* role = i == 1 ? "k" : "v";
+        if (kv.dtype == DType::kF32) continue;
+        if (kv.dtype != DType::kF16)
+          return c.err(StatusCode::kGraphDtypeMismatch,
+                       std::string(role) + " '" + kv.name + "' is " + dtype_name(kv.dtype) +
+                           ", expected f32 (or f16 from an f16 state's kv_write)");
+        if (aliased_state(c.g, c.n.inputs[i]) == kNoValue || kv.kind == ValueKind::kState)
+          return c.err(StatusCode::kGraphDtypeMismatch,
+                       std::string(role) + " '" + kv.name +
+                           "' is f16 but not a kv_write output: attention reads f16 only from an "
+                           "f16 KV cache");
+      }
+      if (c.in(1).dtype != c.in(2).dtype)
+        return c.err(StatusCode::kGraphDtypeMismatch,
+                     std::string("k '") + c.in(1).name + "' is " + dtype_name(c.in(1).dtype) +
+                         " but v '" + c.in(2).name + "' is " + dtype_name(c.in(2).dtype) +
+                         " (one KV dtype)");
       if (a.n_heads <= 0 || a.n_kv_heads <= 0 || a.head_dim <= 0 || a.n_heads % a.n_kv_heads != 0)
         return c.err(StatusCode::kGraphBadAttribute,
                      "n_heads " + std::to_string(a.n_heads) + ", n_kv_heads " +
@@ -334,7 +354,10 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
         return c.err(StatusCode::kGraphInvalid, "cache '" + cache.name + "' is " +
                                                     value_kind_name(cache.kind) +
                                                     ", expected a state value");
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "cache"));
+      if (cache.dtype != DType::kF32 && cache.dtype != DType::kF16)
+        return c.err(StatusCode::kGraphDtypeMismatch, "cache '" + cache.name + "' is " +
+                                                          dtype_name(cache.dtype) +
+                                                          ", expected f32 or f16 (a KV cache)");
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 3, 3, "cache"));
       LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kF32, "rows"));
       LAYA_RETURN_IF_ERROR(c.want_rank(1, 3, 3, "rows"));

@@ -112,13 +112,23 @@ struct MatmulKernel {
 // K / V rows j < kv_len must be finite even where hidden: an optimized kernel may give a hidden row
 // a zero weight instead of skipping it (rows hidden for a whole tile are never read). A KV cache
 // therefore zero-fills cells before their first write.
+// K / V elements are `kv_type`: f32, or IEEE binary16 (uint16_t bits, an f16 KV cache) converted to
+// f32 on load (exactly: every f16 is an f32); the math is f32 either way. Their strides count
+// elements of kv_type. An f16 row stored from an f32 beyond +-65504 is +-inf, which the rule above
+// forbids: kv_write rounds finite rows of that size to inf, so keep K / V in f16 range.
+enum class KvType : uint8_t { kF32 = 0, kF16 = 1 };
+inline size_t kv_type_bytes(KvType t) {
+  return t == KvType::kF16 ? 2 : 4;
+}
+
 struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_batch_stride = 0, q_row_stride = 0;
-  const float* k = nullptr;
+  const void* k = nullptr;  // kv_type elements
   int64_t k_batch_stride = 0, k_row_stride = 0;
-  const float* v = nullptr;
+  const void* v = nullptr;  // kv_type elements
   int64_t v_batch_stride = 0, v_row_stride = 0;
+  KvType kv_type = KvType::kF32;
   const int32_t* key_mask = nullptr;
   int64_t mask_batch_stride = 0;
   const int32_t* q_pos = nullptr;
@@ -182,6 +192,9 @@ struct KernelTable {
   // y[i] = a[i] op b[i % nb] for i < n (n % nb == 0: b equal to a, or broadcast over rows).
   void (*binary)(Binary op, const float* a, const float* b, float* y, int64_t n, int64_t nb,
                  const ThreadPool* pool) = nullptr;
+  // dst[i] = f16(src[i]) (IEEE binary16 bits, round to nearest even as F16C / DemoteTo do; beyond
+  // +-65504 -> +-inf; NaN stays NaN) for i < n: kv_write into an f16 state.
+  void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n) = nullptr;
   // Index of the largest value (the first on ties); n > 0.
   int64_t (*argmax)(const float* x, int64_t n) = nullptr;
   // The k largest values, descending (ties: lower index first) into idx[k], val[k]; k <= n.

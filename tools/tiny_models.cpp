@@ -225,8 +225,8 @@ Result<ir::Graph> make_tiny_decoder(const TinyModelConfig& cfg, uint64_t seed) {
   ValueId x = b.embedding(emb, ids, "embed");
   for (int32_t l = 0; l < cfg.n_layers; ++l) {
     const std::string p = "l" + std::to_string(l) + ".";
-    const ValueId k_cache = b.state(p + "k_cache", DType::kF32, cache);
-    const ValueId v_cache = b.state(p + "v_cache", DType::kF32, cache);
+    const ValueId k_cache = b.state(p + "k_cache", cfg.kv_dtype, cache);
+    const ValueId v_cache = b.state(p + "v_cache", cfg.kv_dtype, cache);
     ValueId h = b.rmsnorm(x, m.gamma(p + "attn_norm", d), cfg.eps, p + "attn_norm");
     ValueId q = b.matmul(h, m.matmul_weight(p + "wq", d, d), ir::kNoValue, p + "q");
     ValueId k = b.matmul(h, m.matmul_weight(p + "wk", kvd, d), ir::kNoValue, p + "k");

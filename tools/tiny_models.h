@@ -16,7 +16,7 @@
 // Decoder (Llama-shaped, over a KV cache: runtime/kv_cache.h):
 //   tok_emb [V, D] -> per layer: l<l>.attn_norm (rmsnorm) -> l<l>.wq [Hq*hd, D], l<l>.wk,
 //     l<l>.wv [Hkv*hd, D] -> rope NeoX on q, k (token positions) -> kv_write k, v into the layer's
-//     states l<l>.k_cache, l<l>.v_cache f32 [1, cells, Hkv*hd] at the tokens' cells -> causal
+//     states l<l>.k_cache, l<l>.v_cache kv_dtype [1, cells, Hkv*hd] at the tokens' cells -> causal
 //     GQA attention of q over the cache cells (positions and sequence ids) -> l<l>.wo [D, D] ->
 //     add -> l<l>.mlp_norm (rmsnorm) -> l<l>.w_gate, l<l>.w_up [F, D] -> silu(gate) * up ->
 //     l<l>.w_down [D, F] -> add
@@ -52,6 +52,7 @@ struct TinyModelConfig {
   // Dtype of every matmul weight: f32, f16, bf16, q8_0, q4_0 or q4_1 (block types need d_model
   // and d_ff multiples of 32). Embeddings, norms stay f32.
   ir::DType matmul_dtype = ir::DType::kF32;
+  ir::DType kv_dtype = ir::DType::kF32;  // decoder: the KV cache states, f32 or f16
 };
 
 inline constexpr int64_t kTinyMaxParams = int64_t{1} << 31;

@@ -96,6 +96,12 @@ Status op_supported(const Params& p, const ir::Graph& g, const ir::Node& n,
       return Status::ok();
     }
     case ir::Op::kAttention: {
+      // TODO(#8): with kv_write on the NPU an f16 cache is its native type; today the cache stays
+      // in host memory and the boundary copies assume f32 values.
+      if (g.values[n.inputs[1]].dtype != ir::DType::kF32)
+        return refuse(n, std::string("k / v are ") + ir::dtype_name(g.values[n.inputs[1]].dtype) +
+                             " (an f16 KV cache in host memory, written by kv_write on the CPU): "
+                             "attention over it runs on the CPU");
       const int32_t hd = n.attrs.head_dim;
       if (hd % p.tile_k != 0 || hd > 256)
         return refuse(n, "head_dim " + std::to_string(hd) + " is not a multiple of " +

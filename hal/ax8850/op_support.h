@@ -12,7 +12,8 @@
 //    in a group's OCM, so 2 * T * head_dim * 2 + tile_m * T * 4 bytes must fit in ocm_bytes; past
 //    that length the node falls back (a modelled limit: the OCM size is not published, see
 //    params.h). head_dim must be a multiple of tile_k and at most 256.
-//  - kv_write is refused (the cache, a state value, stays in host memory; TODO(#8)).
+//  - kv_write is refused (the cache, a state value, stays in host memory; TODO(#8)), and so is
+//    attention over an f16 KV cache (k / v f16): it runs on the CPU beside the cache.
 //  - Everything else (padding to the MAC tile, OCM spills of large matrices) costs time in the cost
 //    model but is not a refusal.
 #pragma once

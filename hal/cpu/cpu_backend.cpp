@@ -80,6 +80,8 @@ struct Step {
   // from reshape
   int64_t rows = 0, dim = 0, count = 0, count_b = 0;
   kernels::AttentionArgs att;  // shapes, strides and flags; pointers bound at execute
+  // attention: k / v's dtype; kv_write: the state's (f16: rows are rounded on write)
+  kernels::KvType kv_type = kernels::KvType::kF32;
 };
 
 // A weight packed by load(): into the persistent region at `offset`, or taken from the device's
@@ -200,7 +202,11 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n,
                          (i == 1 && (n.op == ir::Op::kGather || n.op == ir::Op::kMaskedFill ||
                                      n.op == ir::Op::kSegmentMean || n.op == ir::Op::kActFeatures));
       const ir::DType want = index ? ir::DType::kI32 : ir::DType::kF32;
-      if (!dtype_is(i, want))
+      // An f16 KV cache: kv_write's state, attention's k and v (both; the verifier checked).
+      const bool kv_f16 =
+          dtype_is(i, ir::DType::kF16) && ((n.op == ir::Op::kKvWrite && i == 0) ||
+                                           (n.op == ir::Op::kAttention && (i == 1 || i == 2)));
+      if (!kv_f16 && !dtype_is(i, want))
         return unsupported(n, std::string("input ") + std::to_string(i) + " is " +
                                   ir::dtype_name(g.values[n.inputs[i]].dtype) + ", expected " +
                                   ir::dtype_name(want));
@@ -304,6 +310,10 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
     if (n.op == ir::Op::kSplit) s.outs = n.outputs;
     if (n.op == ir::Op::kConcat) s.ins = n.inputs;
     s.attrs = n.attrs;
+    if ((n.op == ir::Op::kAttention && g.values[n.inputs[1]].dtype == ir::DType::kF16) ||
+        (n.op == ir::Op::kKvWrite && g.values[n.inputs[0]].dtype == ir::DType::kF16))
+      s.kv_type = kernels::KvType::kF16;
+    s.att.kv_type = s.kv_type;
     if (n.op == ir::Op::kMatMul || n.op == ir::Op::kEmbedding) {
       const ir::ValueId wid = n.inputs[n.op == ir::Op::kMatMul ? 1 : 0];
       const ir::Value& w = g.values[wid];
@@ -371,6 +381,7 @@ uint64_t CpuBackend::step_scratch(const Step& s, const ir::Extents* ext) const {
     a.head_dim = s.attrs.head_dim;
     a.causal = s.attrs.mask == ir::MaskKind::kCausal;
     a.window = s.attrs.window;
+    a.kv_type = s.kv_type;
     return table_.attention_scratch_bytes(a, threads);
   }
   return 0;
@@ -548,8 +559,9 @@ Result<Estimate> CpuBackend::estimate(const Subgraph& sg, const ir::Extents* ext
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue) continue;
       const ir::Value& val = g.values[v];
+      const double elem = val.dtype == ir::DType::kF16 ? 2.0 : 4.0;  // f16: a KV cache
       bytes += val.kind == ir::ValueKind::kWeight ? static_cast<double>(val.nbytes)
-                                                  : 4.0 * static_cast<double>(ext[v].count());
+                                                  : elem * static_cast<double>(ext[v].count());
     }
     for (ir::ValueId o : n.outputs) out += static_cast<double>(ext[o].count());
     bytes += 4 * out;
@@ -570,7 +582,8 @@ Result<Estimate> CpuBackend::estimate(const Subgraph& sg, const ir::Extents* ext
     } else if (n.op == ir::Op::kKvWrite) {
       // The rows read and written and their cell ids; the rest of the cache is not touched.
       const ir::Extents& cells = ext[n.inputs[2]];
-      bytes = 8 * static_cast<double>(ext[n.inputs[1]].count()) +
+      const double elem = g.values[n.inputs[0]].dtype == ir::DType::kF16 ? 2 : 4;
+      bytes = (4 + elem) * static_cast<double>(ext[n.inputs[1]].count()) +
               4 * static_cast<double>(cells.count());
     } else {
       flops = 5 * out;
@@ -637,8 +650,8 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
     case ir::Op::kAttention: {
       kernels::AttentionArgs a = s.att;
       a.q = f32(s.in[0]);
-      a.k = f32(s.in[1]);
-      a.v = f32(s.in[2]);
+      a.k = v[s.in[1]].data;  // f32 or f16 (a.kv_type)
+      a.v = v[s.in[2]].data;
       a.key_mask = opt_i32(s.in[3]);
       a.q_pos = opt_i32(s.in[4]);
       a.k_pos = opt_i32(s.in[5]);
@@ -686,8 +699,14 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
               "kv_write '%s' (node %u): cell %d at position %lld is outside [0, %lld)",
               e.graph->nodes[s.id].name.c_str(), s.id, cells[i], static_cast<long long>(i),
               static_cast<long long>(s.count));
-      float* cache = f32(s.out);
       const float* rows = f32(s.in[1]);
+      if (s.kv_type == kernels::KvType::kF16) {
+        uint16_t* cache = static_cast<uint16_t*>(v[s.out].data);
+        for (int64_t i = 0; i < s.rows; ++i)
+          table_.f32_to_f16(rows + i * s.dim, cache + int64_t{cells[i]} * s.dim, s.dim);
+        return Status::ok();
+      }
+      float* cache = f32(s.out);
       for (int64_t i = 0; i < s.rows; ++i)
         std::memcpy(cache + int64_t{cells[i]} * s.dim, rows + i * s.dim,
                     static_cast<size_t>(s.dim) * sizeof(float));

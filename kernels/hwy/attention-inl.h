@@ -29,6 +29,12 @@
 // are handed out dynamically to n_threads scratch slots through parallel_for (causal: the most
 // expensive query blocks first).
 //
+// f16 K / V (AttentionArgs::kv_type): the decode layout converts each K / V vector as it loads it
+// (PromoteTo: vcvtph2ps with F16C on AVX2 / AVX3, exact integer emulation on SSE4 / scalar), so the
+// cache rows are read once at half the bytes; prefetch distances count bytes (twice the rows of
+// f32). The prefill layout broadcasts single K / V elements, so it converts each visited tile's K
+// and V rows to f32 once per item into the slot (kBk x head_dim each) and runs the f32 code on it.
+//
 // Difference from the reference: K / V rows inside a partially masked tile are multiplied by a zero
 // weight rather than skipped, so a NaN / inf stored in a hidden row of [0, kv_len) (causal future,
 // key_mask = 0) propagates to the queries that share its tile; the reference never reads it. Rows
@@ -45,11 +51,13 @@
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace laya::kernels::HWY_NAMESPACE {
@@ -84,6 +92,30 @@ inline size_t Align64(size_t bytes) {
   return (bytes + 63) & ~size_t{63};
 }
 
+// kN K / V elements at p as f32 (f16: converted exactly).
+HWY_INLINE VF LoadKv(DF d, const float* HWY_RESTRICT p) {
+  return hn::LoadU(d, p);
+}
+HWY_INLINE VF LoadKv(DF d, const hwy::float16_t* HWY_RESTRICT p) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, p));
+}
+
+// dst[j * hd + c] = f32(src[j * stride + c]) for n rows of hd f16 (prefill tiles).
+inline void ConvertRows(const hwy::float16_t* HWY_RESTRICT src, int64_t stride, size_t n, size_t hd,
+                        float* HWY_RESTRICT dst) {
+  const DF d;
+  for (size_t j = 0; j < n; ++j, src += stride, dst += hd) {
+    size_t c = 0;
+    for (; c + kN <= hd; c += kN) hn::StoreU(LoadKv(d, src + c), d, dst + c);
+    for (; c < hd; ++c) {
+      uint16_t h;
+      std::memcpy(&h, src + c, sizeof h);
+      dst[c] = f16_to_f32(h);
+    }
+  }
+}
+
 // Scores are kept in log2 units (q pre-scaled by scale * log2(e)), so the softmax needs 2^t.
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -110,9 +142,11 @@ HWY_INLINE VF Exp2(DF d, VF t) {
 #endif
 }
 
-// Per-slot scratch: the larger of the two layouts.
-inline size_t PrefillSlotBytes(size_t hd) {
-  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 5 * Align64(kBq * 4);
+// Per-slot scratch: the larger of the two layouts. Prefill with f16 K / V adds one tile of K and
+// one of V converted to f32.
+inline size_t PrefillSlotBytes(size_t hd, KvType kv) {
+  const size_t tiles = kv == KvType::kF16 ? 2 * Align64(kBk * hd * 4) : 0;
+  return 2 * Align64(hd * kBq * 4) + Align64(kBk * kBq * 4) + 5 * Align64(kBq * 4) + tiles;
 }
 // Rows of a decode item: up to kDecMaxGroups groups of at most kDecRows rows.
 inline size_t DecodeRowsMax(const AttentionArgs& a) {
@@ -126,7 +160,8 @@ inline size_t DecodeSlotBytes(const AttentionArgs& a) {
   return 2 * Align64(rows * hd * 4) + Align64(rows * kBkDec * 4) + 3 * Align64(rows * 4);
 }
 inline size_t SlotBytes(const AttentionArgs& a) {
-  const size_t p = PrefillSlotBytes(static_cast<size_t>(a.head_dim)), q = DecodeSlotBytes(a);
+  const size_t p = PrefillSlotBytes(static_cast<size_t>(a.head_dim), a.kv_type);
+  const size_t q = DecodeSlotBytes(a);
   return p > q ? p : q;
 }
 
@@ -228,16 +263,16 @@ HWY_INLINE void Reduce4Store(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
 }
 
 // s[r * kBkDec + j] = q_r . k_j for NR rows (q rows of hd, aligned) and NJ (1 or 4) keys.
-template <int NR, int NJ>
-HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const float* HWY_RESTRICT k,
-                      int64_t ks, float* HWY_RESTRICT s) {
+template <int NR, int NJ, class T>
+HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const T* HWY_RESTRICT k, int64_t ks,
+                      float* HWY_RESTRICT s) {
   const DF d;
   VF acc[NR][NJ];
   for (int r = 0; r < NR; ++r)
     for (int j = 0; j < NJ; ++j) acc[r][j] = hn::Zero(d);
   for (size_t c = 0; c < hd; c += kN) {
     VF kv[NJ];
-    for (int j = 0; j < NJ; ++j) kv[j] = hn::LoadU(d, k + j * ks + static_cast<int64_t>(c));
+    for (int j = 0; j < NJ; ++j) kv[j] = LoadKv(d, k + j * ks + static_cast<int64_t>(c));
     for (int r = 0; r < NR; ++r) {
       const VF qv = hn::Load(d, q + r * hd + c);
       for (int j = 0; j < NJ; ++j) acc[r][j] = hn::MulAdd(qv, kv[j], acc[r][j]);
@@ -254,9 +289,9 @@ HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const float* HWY_R
 
 // o_r[c] = o_r[c] (* alpha[r], nullable) + sum_j p[r][j] * v_j[c] for NR rows and DC vectors of
 // dims.
-template <int NR, int DC>
+template <int NR, int DC, class T>
 HWY_NOINLINE void DecPv(float* HWY_RESTRICT o, size_t hd, const float* HWY_RESTRICT alpha,
-                        const float* HWY_RESTRICT p, size_t nk, const float* HWY_RESTRICT v,
+                        const float* HWY_RESTRICT p, size_t nk, const T* HWY_RESTRICT v,
                         int64_t vs) {
   const DF d;
   VF acc[NR][DC];
@@ -267,8 +302,8 @@ HWY_NOINLINE void DecPv(float* HWY_RESTRICT o, size_t hd, const float* HWY_RESTR
     }
   for (size_t j = 0; j < nk; ++j) {
     VF vv[DC];
-    const float* vj = v + static_cast<int64_t>(j) * vs;
-    for (int c = 0; c < DC; ++c) vv[c] = hn::LoadU(d, vj + c * kN);
+    const T* vj = v + static_cast<int64_t>(j) * vs;
+    for (int c = 0; c < DC; ++c) vv[c] = LoadKv(d, vj + c * kN);
     for (int r = 0; r < NR; ++r) {
       const VF pb = hn::Set(d, p[r * kBkDec + j]);
       for (int c = 0; c < DC; ++c) acc[r][c] = hn::MulAdd(pb, vv[c], acc[r][c]);
@@ -521,7 +556,8 @@ inline int32_t ClampI32(int64_t v) {
 
 // ---- prefill item ---------------------------------------------------------------------------
 
-// `sums`: the block summaries of batch row b in general mode, else null.
+// `sums`: the block summaries of batch row b in general mode, else null. T: the K / V element.
+template <class T>
 inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, int32_t g,
                         int32_t h0, int32_t h1, int64_t i0, int64_t i1, uint8_t* slot) {
   const DF d;
@@ -535,6 +571,9 @@ inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, i
   float* alpha = lrow + Align64(kBq * 4) / 4;
   int32_t* pos = reinterpret_cast<int32_t*>(alpha + Align64(kBq * 4) / 4);
   int32_t* qseq = pos + Align64(kBq * 4) / 4;  // general mode: seq id per lane
+  // f16 K / V: the visited tile's rows converted to f32, [kBk][hd] each.
+  float* ktile = reinterpret_cast<float*>(slot + PrefillSlotBytes(hd, KvType::kF32));
+  float* vtile = ktile + Align64(kBk * hd * 4) / 4;
   const bool gen = sums != nullptr;
 
   const int64_t nq = i1 - i0;
@@ -610,8 +649,10 @@ inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, i
   else
     KeyRange(a, pmin, pmax, lo, hi);
   const Keys keys = KeysOf(a, b);
-  const float* kbase = a.k + b * a.k_batch_stride + static_cast<int64_t>(g) * a.head_dim;
-  const float* vbase = a.v + b * a.v_batch_stride + static_cast<int64_t>(g) * a.head_dim;
+  const T* kbase =
+      static_cast<const T*>(a.k) + b * a.k_batch_stride + static_cast<int64_t>(g) * a.head_dim;
+  const T* vbase =
+      static_cast<const T*>(a.v) + b * a.v_batch_stride + static_cast<int64_t>(g) * a.head_dim;
   const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
   const VF ninf = hn::Set(d, kNegInf);
   // Window bounds as int32 (positions and key indices fit; the window is clamped to kv_len).
@@ -638,9 +679,6 @@ inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, i
   for (int64_t t0 = lo; t0 < hi; t0 += static_cast<int64_t>(kBk)) {
     const int64_t t1 = t0 + static_cast<int64_t>(kBk) < hi ? t0 + static_cast<int64_t>(kBk) : hi;
     const size_t nk = static_cast<size_t>(t1 - t0);
-    const float* kt = kbase + t0 * a.k_row_stride;
-    const float* vt = vbase + t0 * a.v_row_stride;
-    const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
     // S^T = K Q^T for this tile; in a partially masked tile only the vectors that can see each
     // key block (the others get -inf).
     bool need_pos, need_live = false, need_seq = false;
@@ -653,6 +691,21 @@ inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, i
       need_seq = a.k_seq && !SameSeq(ts, qr);
     } else {
       need_pos = TileNeedsMask(a, t0, t1, pmin, pmax);
+    }
+    const float* kt;
+    const float* vt;
+    int64_t ks, vs;
+    if constexpr (std::is_same_v<T, float>) {
+      kt = kbase + t0 * a.k_row_stride;
+      vt = vbase + t0 * a.v_row_stride;
+      ks = a.k_row_stride;
+      vs = a.v_row_stride;
+    } else {
+      ConvertRows(kbase + t0 * a.k_row_stride, a.k_row_stride, nk, hd, ktile);
+      ConvertRows(vbase + t0 * a.v_row_stride, a.v_row_stride, nk, hd, vtile);
+      kt = ktile;
+      vt = vtile;
+      ks = vs = static_cast<int64_t>(hd);
     }
     for (size_t jb = 0, bi = 0; jb < nk; jb += kMR, ++bi) {
       const int mr = static_cast<int>(nk - jb < static_cast<size_t>(kMR) ? nk - jb : kMR);
@@ -872,7 +925,8 @@ inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, i
 
 // ---- decode item ----------------------------------------------------------------------------
 
-// `sums` as for PrefillItem.
+// `sums` and T as for PrefillItem.
+template <class T>
 inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, int32_t ga,
                        int32_t gb, int32_t hb, int32_t he, uint8_t* slot) {
   const DF d;
@@ -931,8 +985,11 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
   else
     KeyRange(a, pmin, pmax, lo, hi);
   const Keys keys = KeysOf(a, b);
-  const float* kbase = a.k + b * a.k_batch_stride;
-  const float* vbase = a.v + b * a.v_batch_stride;
+  const T* kbase = static_cast<const T*>(a.k) + b * a.k_batch_stride;
+  const T* vbase = static_cast<const T*>(a.v) + b * a.v_batch_stride;
+  // Prefetch: one request per 64-byte line; K rows kPrefetchRows f32 rows' bytes ahead.
+  constexpr int64_t kLine = 64 / sizeof(T);
+  constexpr int64_t kAhead = static_cast<int64_t>(kPrefetchRows * sizeof(float) / sizeof(T));
   const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
   const int64_t span0 = int64_t{ga} * a.head_dim, span1 = int64_t{gb} * a.head_dim;
   const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
@@ -958,12 +1015,13 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
       const size_t nj = nk - j >= 4 ? 4 : 1;
       const int64_t jg = t0 + static_cast<int64_t>(j);
       for (int64_t r = 0; r < static_cast<int64_t>(nj); ++r) {
-        const int64_t kr = jg + static_cast<int64_t>(kPrefetchRows) + r;
+        const int64_t kr = jg + kAhead + r;
         if (kr < hi)
-          for (int64_t c = span0; c < span1; c += 16) __builtin_prefetch(kbase + kr * ks + c, 0, 2);
+          for (int64_t c = span0; c < span1; c += kLine)
+            __builtin_prefetch(kbase + kr * ks + c, 0, 2);
       }
       for (int gi = 0; gi < ng; ++gi) {
-        const float* kj = kbase + jg * ks + int64_t{ga + gi} * a.head_dim;
+        const T* kj = kbase + jg * ks + int64_t{ga + gi} * a.head_dim;
         for (size_t rb = roff[gi]; rb < roff[gi + 1]; rb += 4) {
           const int nr = static_cast<int>(std::min<size_t>(4, roff[gi + 1] - rb));
           const float* qr = qs + rb * hd;
@@ -1026,17 +1084,18 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
       for (int64_t r = 0; r < static_cast<int64_t>(kPvKeys); ++r) {
         const int64_t vr = jg + static_cast<int64_t>(kPvKeys) + r;
         if (vr < hi)
-          for (int64_t c = span0; c < span1; c += 16) __builtin_prefetch(vbase + vr * vs + c, 0, 2);
+          for (int64_t c = span0; c < span1; c += kLine)
+            __builtin_prefetch(vbase + vr * vs + c, 0, 2);
       }
       for (int gi = 0; gi < ng; ++gi) {
-        const float* vg = vbase + jg * vs + int64_t{ga + gi} * a.head_dim;
+        const T* vg = vbase + jg * vs + int64_t{ga + gi} * a.head_dim;
         for (size_t rb = roff[gi]; rb < roff[gi + 1]; rb += 4) {
           const int nr = static_cast<int>(std::min<size_t>(4, roff[gi + 1] - rb));
           for (size_t c0 = 0; c0 < hd; c0 += kDecDC * kN) {
             const int dc = static_cast<int>(std::min<size_t>(kDecDC, (hd - c0) / kN));
             float* oc = os + rb * hd + c0;
             const float* pr = ss + rb * kBkDec + j0;
-            const float* vc = vg + c0;
+            const T* vc = vg + c0;
             Dispatch2<4, kDecDC>(
                 nr, dc, [&]<int NR, int DC>() { DecPv<NR, DC>(oc, hd, nullptr, pr, nkc, vc, vs); });
           }
@@ -1100,8 +1159,11 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
           const int32_t ga = p.g_begin + static_cast<int32_t>(w % p.n_gc) * p.gper;
           const int32_t gb = std::min(ga + p.gper, p.g_begin + p.n_groups);
           const int64_t b = w / p.n_gc;
-          attn::DecodeItem(a, sums ? sums + static_cast<size_t>(b) * n_blk : nullptr, b, ga, gb,
-                           head_begin, head_end, slot);
+          const attn::KeySum* sb_sums = sums ? sums + static_cast<size_t>(b) * n_blk : nullptr;
+          if (a.kv_type == KvType::kF16)
+            attn::DecodeItem<hwy::float16_t>(a, sb_sums, b, ga, gb, head_begin, head_end, slot);
+          else
+            attn::DecodeItem<float>(a, sb_sums, b, ga, gb, head_begin, head_end, slot);
           continue;
         }
         // w -> (b, chunk, group, head block, query block of the chunk); chunks and query blocks
@@ -1124,8 +1186,11 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
         if (h0 >= h1) continue;
         const int64_t i0 = qb * p.qper;
         const int64_t i1 = std::min(a.q_len, i0 + p.qper);
-        attn::PrefillItem(a, sums ? sums + static_cast<size_t>(b) * n_blk : nullptr, b, g, h0, h1,
-                          i0, i1, slot);
+        const attn::KeySum* sb_sums = sums ? sums + static_cast<size_t>(b) * n_blk : nullptr;
+        if (a.kv_type == KvType::kF16)
+          attn::PrefillItem<hwy::float16_t>(a, sb_sums, b, g, h0, h1, i0, i1, slot);
+        else
+          attn::PrefillItem<float>(a, sb_sums, b, g, h0, h1, i0, i1, slot);
       }
     }
   });

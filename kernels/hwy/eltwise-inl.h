@@ -754,6 +754,23 @@ void BinaryOp(Binary op, const float* a, const float* b, float* y, int64_t n, in
   });
 }
 
+// ---- f32 -> f16 (kv_write into an f16 state) ---------------------------------------------------
+
+// With F16C (AVX2 and up) DemoteTo is vcvtps2ph, round to nearest even as the reference. Highway's
+// emulation on the targets without it (SSE4, scalar) truncates, so those run the reference loop
+// (kv_write converts a few rows per step).
+void F32ToF16(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+#if HWY_TARGET < HWY_SSE4
+  const elt::DF d;
+  const hn::Rebind<hwy::float16_t, elt::DF> dh;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto* out = reinterpret_cast<hwy::float16_t*>(dst);
+  for (; i + N <= n; i += N) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(d, src + i)), dh, out + i);
+#endif
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
 // ---- argmax / topk ----------------------------------------------------------------------------
 
 // Per-lane running max and its first index; lanes start at x[0] (index 0), so NaN never wins and a

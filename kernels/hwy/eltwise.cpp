@@ -20,6 +20,7 @@ HWY_EXPORT(Unary);
 HWY_EXPORT(Glu);
 HWY_EXPORT(Softmax);
 HWY_EXPORT(BinaryOp);
+HWY_EXPORT(F32ToF16);
 HWY_EXPORT(Argmax);
 HWY_EXPORT(Topk);
 
@@ -34,6 +35,7 @@ void eltwise(KernelTable& t, int64_t target) {
   t.glu = LAYA_HWY_PICK(Glu, target);
   t.softmax = LAYA_HWY_PICK(Softmax, target);
   t.binary = LAYA_HWY_PICK(BinaryOp, target);
+  t.f32_to_f16 = LAYA_HWY_PICK(F32ToF16, target);
   t.argmax = LAYA_HWY_PICK(Argmax, target);
   t.topk = LAYA_HWY_PICK(Topk, target);
 }

@@ -2,9 +2,20 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/quant.h"
 #include "kernels/ref/ref.h"
 
 namespace laya::kernels::ref {
+
+namespace {
+
+// Element `i` of a K / V buffer of kv_type `t`, as f32.
+double kv_at(const void* base, KvType t, int64_t i) {
+  if (t == KvType::kF16) return double{f16_to_f32(static_cast<const uint16_t*>(base)[i])};
+  return double{static_cast<const float*>(base)[i]};
+}
+
+}  // namespace
 
 uint64_t attention_scratch_bytes(const AttentionArgs& a, int) {
   return static_cast<uint64_t>(a.kv_len) * sizeof(double) + 64;
@@ -37,9 +48,9 @@ void attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
             p[j] = -INFINITY;
             continue;
           }
-          const float* k = a.k + b * a.k_batch_stride + j * a.k_row_stride + g * hd;
+          const int64_t k0 = b * a.k_batch_stride + j * a.k_row_stride + g * hd;
           double s = 0;
-          for (int64_t d = 0; d < hd; ++d) s += double{q[d]} * double{k[d]};
+          for (int64_t d = 0; d < hd; ++d) s += double{q[d]} * kv_at(a.k, a.kv_type, k0 + d);
           p[j] = s * a.scale;
           if (p[j] > max) max = p[j];
         }
@@ -54,7 +65,8 @@ void attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
           double acc = 0;
           for (int64_t j = 0; j < a.kv_len; ++j) {
             if (p[j] == 0.0) continue;
-            acc += p[j] * double{a.v[b * a.v_batch_stride + j * a.v_row_stride + g * hd + d]};
+            acc += p[j] *
+                   kv_at(a.v, a.kv_type, b * a.v_batch_stride + j * a.v_row_stride + g * hd + d);
           }
           out[d] = static_cast<float>(acc / sum);
         }

@@ -38,6 +38,8 @@ void glu(ActKind a, const float* x, float* y, int64_t rows, int64_t f, const Thr
 void softmax(const float* x, float* y, int64_t rows, int64_t dim, const ThreadPool* pool);
 void binary(Binary op, const float* a, const float* b, float* y, int64_t n, int64_t nb,
             const ThreadPool* pool);
+// f32_to_f16.cpp (kv_write into an f16 state)
+void f32_to_f16(const float* src, uint16_t* dst, int64_t n);
 int64_t argmax(const float* x, int64_t n);
 void topk(const float* x, int64_t n, int32_t k, int32_t* idx, float* val);
 int64_t segment_mean(const float* x, int64_t n, int64_t dim, const int32_t* starts,

@@ -17,6 +17,7 @@ KernelTable make_ref_table() {
   t.glu = ref::glu;
   t.softmax = ref::softmax;
   t.binary = ref::binary;
+  t.f32_to_f16 = ref::f32_to_f16;
   t.argmax = ref::argmax;
   t.topk = ref::topk;
   t.segment_mean = ref::segment_mean;

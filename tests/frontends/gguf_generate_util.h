@@ -94,11 +94,13 @@ struct Recompute {
   }
 };
 
-// The cached graph of `f` built for `chunk` and `cells`.
-inline ir::Graph cached_graph(std::shared_ptr<const File> f, int64_t chunk, int64_t cells) {
+// The cached graph of `f` built for `chunk` and `cells`, its KV cache of `kv` (f32 / f16).
+inline ir::Graph cached_graph(std::shared_ptr<const File> f, int64_t chunk, int64_t cells,
+                              ir::DType kv = ir::DType::kF32) {
   frontends::gguf::CachedDecoderGraphOptions o;
   o.max_seq = chunk;
   o.max_cells = cells;
+  o.kv_dtype = kv;
   Result<ir::Graph> g = frontends::gguf::build_cached_decoder_graph(std::move(f), o);
   REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
   return std::move(g).value();
@@ -114,10 +116,11 @@ struct Cached {
   std::unique_ptr<runtime::KvCache> cache;
   std::unique_ptr<runtime::DecoderRunner> runner;
 
-  // The graph of `f` built for exactly `chunk` and `cells`.
+  // The graph of `f` built for exactly `chunk` and `cells` (a KV cache of `kv`).
   Cached(std::shared_ptr<const File> f, const std::string& kernels, int threads, int64_t chunk,
-         int64_t cells, int32_t seqs = 2)
-      : Cached(cached_graph(std::move(f), chunk, cells), kernels, threads, chunk, cells, seqs) {}
+         int64_t cells, int32_t seqs = 2, ir::DType kv = ir::DType::kF32)
+      : Cached(cached_graph(std::move(f), chunk, cells, kv), kernels, threads, chunk, cells, seqs) {
+  }
   // Any cached decoder graph (e.g. a loaded .laya) whose bounds admit `chunk` and `cells`.
   Cached(ir::Graph g, const std::string& kernels, int threads, int64_t chunk, int64_t cells,
          int32_t seqs = 2)

@@ -321,25 +321,28 @@ TEST_CASE("prefix cache on SmolLM2 Q4_1: a shared system prompt, the same greedy
   const char* questions[] = {"The kitchen is dark and someone entered. Action:",
                              "The living room reads 29 degrees. Action:",
                              "Everyone left and the front door is unlocked. Action:"};
-  Cached plain(f, "auto", 1, 32, 160);
-  Cached cached(f, "auto", 1, 32, 160 + 128, 3);
-  auto pc = make_prefix_cache(cached, 16, 2, 128);
-  for (const char* q : questions) {
-    CAPTURE(std::string(q));
-    std::vector<int32_t> prompt;
-    REQUIRE((*tokenizer)->encode(sys + q, eo, &prompt).is_ok());
-    runtime::GenerateRequest req;
-    req.prompt = prompt;
-    req.max_tokens = 12;
-    std::vector<int32_t> want, got;
-    plain.cache->clear();
-    REQUIRE(plain.runner->generate(req, &want, nullptr).is_ok());
-    REQUIRE(cached.cache->remove(0).is_ok());
-    req.prefix_cache = pc.get();
-    runtime::DecoderStats s;
-    REQUIRE(cached.runner->generate(req, &got, &s).is_ok());
-    CHECK(got == want);
-    MESSAGE("prompt " << prompt.size() << " tokens, prefix-cache hit " << s.prefix_hit_tokens);
+  for (ir::DType kv : {ir::DType::kF32, ir::DType::kF16}) {  // f16: an f16 KV cache (and prefix)
+    CAPTURE(ir::dtype_name(kv));
+    Cached plain(f, "auto", 1, 32, 160, 2, kv);
+    Cached cached(f, "auto", 1, 32, 160 + 128, 3, kv);
+    auto pc = make_prefix_cache(cached, 16, 2, 128);
+    for (const char* q : questions) {
+      CAPTURE(std::string(q));
+      std::vector<int32_t> prompt;
+      REQUIRE((*tokenizer)->encode(sys + q, eo, &prompt).is_ok());
+      runtime::GenerateRequest req;
+      req.prompt = prompt;
+      req.max_tokens = 12;
+      std::vector<int32_t> want, got;
+      plain.cache->clear();
+      REQUIRE(plain.runner->generate(req, &want, nullptr).is_ok());
+      REQUIRE(cached.cache->remove(0).is_ok());
+      req.prefix_cache = pc.get();
+      runtime::DecoderStats s;
+      REQUIRE(cached.runner->generate(req, &got, &s).is_ok());
+      CHECK(got == want);
+      MESSAGE("prompt " << prompt.size() << " tokens, prefix-cache hit " << s.prefix_hit_tokens);
+    }
+    CHECK(pc->stats().hits == 2);
   }
-  CHECK(pc->stats().hits == 2);
 }

@@ -11,6 +11,7 @@
 #include "ir/builder.h"
 #include "ir/shape_infer.h"
 #include "tools/presets.h"
+#include "tools/tiny_models.h"
 
 namespace laya::test {
 namespace {
@@ -164,6 +165,30 @@ TEST_CASE("ax8850 op support: weight dtypes and the attention length rule") {
   {
     const ir::Graph g = attention_graph(2, 2, 40, 16);  // head_dim 40: not a multiple of 16
     CHECK(op_supported(p, g, g.nodes[0], nullptr).code() == StatusCode::kUnsupported);
+  }
+  {
+    // An f16 KV cache: kv_write is refused either way; attention over f16 k / v is refused too
+    // (the cache stays in host memory), attention over f32 k / v is not.
+    for (DType kv : {DType::kF32, DType::kF16}) {
+      tools::TinyModelConfig cfg;
+      cfg.d_model = 128;  // head_dim 32: a multiple of tile_k
+      cfg.kv_dtype = kv;
+      auto g = tools::make_tiny_decoder(cfg, 5);
+      REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+      int attentions = 0;
+      for (const ir::Node& n : g->nodes) {
+        if (n.op != ir::Op::kAttention) continue;
+        ++attentions;
+        Status s = op_supported(p, *g, n, nullptr);
+        if (kv == DType::kF32) {
+          CHECK_MESSAGE(s.is_ok(), s.to_string());
+        } else {
+          CHECK(s.code() == StatusCode::kUnsupported);
+          CHECK(contains(s.message(), "k / v are f16"));
+        }
+      }
+      CHECK(attentions == cfg.n_layers);
+    }
   }
 }
 

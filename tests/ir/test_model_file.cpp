@@ -486,6 +486,42 @@ TEST_CASE("model file: damaged state lists are graph errors") {
   REQUIRE_MESSAGE(parse(im).is_ok(), parse(im).status().to_string());
 }
 
+TEST_CASE("model file: an f16 KV cache (f16 states) round-trips") {
+  GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 16);
+  const int cells = b.symbol("cells", 1, 64);
+  const Shape tok = Shape::of({Dim::fixed(1), Dim::sym(seq)});
+  const Shape per_cell = Shape::of({Dim::fixed(1), Dim::sym(cells)});
+  const ValueId x =
+      b.input("x", DType::kF32, Shape::of({Dim::fixed(1), Dim::sym(seq), Dim::fixed(32)}));
+  const ValueId pos = b.input("pos", DType::kI32, tok, InputRole::kPositions);
+  const ValueId tcells = b.input("cells", DType::kI32, tok, InputRole::kCacheCells);
+  const ValueId sids = b.input("seq_ids", DType::kI32, tok, InputRole::kSeqIds);
+  const ValueId cpos = b.input("cell_pos", DType::kI32, per_cell, InputRole::kCellPositions);
+  const ValueId cseq = b.input("cell_seq", DType::kI32, per_cell, InputRole::kCellSeqIds);
+  const Shape cache = Shape::of({Dim::fixed(1), Dim::sym(cells), Dim::fixed(16)});
+  const ValueId ks = b.state("k_cache", DType::kF16, cache);
+  const ValueId vs = b.state("v_cache", DType::kF16, cache);
+  const ValueId kc = b.kv_write(ks, b.split(x, {16, 16}, "kv")[0], tcells, "kw");
+  const ValueId vc = b.kv_write(vs, b.split(x, {16, 16}, "kv2")[1], tcells, "vw");
+  Attrs a;
+  a.n_heads = 2;
+  a.n_kv_heads = 1;
+  a.head_dim = 16;
+  a.mask = MaskKind::kCausal;
+  b.output(b.attention(x, kc, vc, kNoValue, {pos, cpos, sids, cseq}, a, "attn"), "y");
+  Result<Graph> g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  TempDir dir;
+  Result<Graph> r = parse(written_image(*g, dir));
+  REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+  std::string why;
+  CHECK_MESSAGE(graph_equal(*g, *r, &why), why);
+  REQUIRE(r->states.size() == 2);
+  for (ValueId st : r->states) CHECK(r->values[st].dtype == DType::kF16);
+  CHECK(r->values[value_id(*r, "kw")].dtype == DType::kF16);
+}
+
 TEST_CASE("model file: a newer minor version loads") {
   TempDir dir;
   const Graph g = make_small_graph();

@@ -1139,6 +1139,71 @@ TEST_CASE("kv_write errors") {
   }
 }
 
+TEST_CASE(
+    "kv_write / attention: an f16 KV cache (f16 states, attention over their kv_write outputs)") {
+  Fx f;
+  const int cells = f.b.symbol("cells", 1, 64);
+  const Shape cache = Shape::of({Fx::F(1), Dim::sym(cells), Fx::F(32)});
+  const ValueId ks = f.b.state("k_cache", DType::kF16, cache);
+  const ValueId vs = f.b.state("v_cache", DType::kF16, cache);
+  const ValueId rows = f.in("rows", Shape::of({Fx::F(1), f.S(), Fx::F(32)}));
+  const ValueId q = f.in("q", Shape::of({Fx::F(1), f.S(), Fx::F(64)}));
+  const ValueId ids = f.in("cells", Shape::of({Fx::F(1), f.S()}), DType::kI32);
+  const ValueId kc = f.b.kv_write(ks, rows, ids, "kw");
+  const ValueId vc = f.b.kv_write(vs, rows, ids, "vw");
+  Attrs a;
+  a.n_heads = 4;
+  a.n_kv_heads = 2;
+  a.head_dim = 16;
+  const ValueId o = f.b.attention(q, kc, vc, kNoValue, a, "attn");
+  const Graph g = f.done();
+  check_type(g, kc, DType::kF16, cache);
+  check_type(g, vc, DType::kF16, cache);
+  check_type(g, o, DType::kF32, Shape::of({Fx::F(1), f.S(), Fx::F(64)}));
+}
+
+TEST_CASE("kv_write / attention errors: KV cache dtypes") {
+  Fx f;
+  const Shape cache = Shape::fixed({1, 16, 32});
+  const ValueId rows = f.in("rows", Shape::of({Fx::F(1), f.S(), Fx::F(32)}));
+  const ValueId q = f.in("q", Shape::of({Fx::F(1), f.S(), Fx::F(64)}));
+  const ValueId ids = f.in("cells", Shape::of({Fx::F(1), f.S()}), DType::kI32);
+  Attrs a;
+  a.n_heads = 4;
+  a.n_kv_heads = 2;
+  a.head_dim = 16;
+  SUBCASE("a bf16 state") {
+    const ValueId st = f.b.state("k_cache", DType::kBF16, cache);
+    f.b.kv_write(st, rows, ids, "bad");
+    CHECK_BAD(f, "kv_write", StatusCode::kGraphDtypeMismatch, "'k_cache' is bf16",
+              "expected f32 or f16");
+  }
+  SUBCASE("f16 rows") {
+    const ValueId st = f.b.state("k_cache", DType::kF16, cache);
+    const ValueId r16 = f.in("r16", Shape::of({Fx::F(1), f.S(), Fx::F(32)}), DType::kF16);
+    f.b.kv_write(st, r16, ids, "bad");
+    CHECK_BAD(f, "kv_write", StatusCode::kGraphDtypeMismatch, "rows", "expected f32");
+  }
+  SUBCASE("f16 k that is not a kv_write output") {
+    const ValueId k16 = f.in("k16", Shape::of({Fx::F(1), Fx::F(16), Fx::F(32)}), DType::kF16);
+    f.b.attention(q, k16, k16, kNoValue, a, "bad");
+    CHECK_BAD(f, "attention", StatusCode::kGraphDtypeMismatch, "'k16' is f16 but not a kv_write");
+  }
+  SUBCASE("k f16, v f32") {
+    const ValueId st = f.b.state("k_cache", DType::kF16, cache);
+    const ValueId kc = f.b.kv_write(st, rows, ids, "kw");
+    const ValueId v = f.in("v", Shape::of({Fx::F(1), Fx::F(16), Fx::F(32)}));
+    f.b.attention(q, kc, v, kNoValue, a, "bad");
+    CHECK_BAD(f, "attention", StatusCode::kGraphDtypeMismatch, "is f16 but v 'v' is f32");
+  }
+  SUBCASE("i8 k") {
+    const ValueId k8 = f.in("k8", Shape::of({Fx::F(1), Fx::F(16), Fx::F(32)}), DType::kI8);
+    f.b.attention(q, k8, k8, kNoValue, a, "bad");
+    CHECK_BAD(f, "attention", StatusCode::kGraphDtypeMismatch, "'k8' is i8",
+              "expected f32 (or f16");
+  }
+}
+
 // ---- attribute limits (ir/attrs.inc) -------------------------------------------------------------
 
 TEST_CASE("attribute limits: every scalar attribute, on every node, within its limits") {

@@ -2,7 +2,9 @@
 // reference over decode / prefill, masks and their combinations, GQA, odd head_dims, strided KV
 // caches with a past, head sub-ranges, and a thread pool; then positions and sequence ids: packed
 // rows, KV cache cells of several interleaved sequences with empty cells, keys shared by the batch
-// rows, and positions at the ends of the int32 range.
+// rows, and positions at the ends of the int32 range. Last, f16 K / V (kv_type kF16, an f16 KV
+// cache) over the same kinds of cases: the values are rounded to f16 first, so the f32 bound below
+// holds as is against the reference, which reads the same f16 values.
 //
 // Tolerance (f32 tiles and online softmax vs the double reference): per call, the largest
 // |out - ref| <= 2^-21 (1 + smax) max|v|, where smax = scale max|q_h| max|k_g| bounds the scores
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "tests/kernels/test_util.h"
 
 using namespace laya::kernels;
@@ -50,6 +53,7 @@ struct Case {
   int64_t pad = 0;         // kPacked: padding tokens at the end
   int32_t n_seq = 2;       // kCells
   bool shared_kv = false;  // one set of keys (batch stride 0) for every batch row
+  bool f16 = false;        // K / V stored as f16 (kv_type kF16)
 };
 
 std::string describe(const Case& c) {
@@ -60,16 +64,19 @@ std::string describe(const Case& c) {
          std::to_string(c.mask) + " heads [" + std::to_string(c.head_begin) + ", " +
          std::to_string(c.head_end) + ") ids " + std::to_string(static_cast<int>(c.ids)) +
          " max_row " + std::to_string(c.max_row) + " pad " + std::to_string(c.pad) + " n_seq " +
-         std::to_string(c.n_seq) + " shared_kv " + std::to_string(c.shared_kv);
+         std::to_string(c.n_seq) + " shared_kv " + std::to_string(c.shared_kv) + " f16 " +
+         std::to_string(c.f16);
 }
 
 // The buffers of one case: q / out rows padded, K and V in a cache with spare columns and rows.
 struct Buffers {
   AttentionArgs a;
   std::vector<float> q, kc, vc, out;
+  std::vector<uint16_t> kc16;  // f16: the cache as f16 bits (kc holds the same values as f32)
   std::vector<int32_t> mask, q_pos, k_pos, q_seq, k_seq;
   float vmax = 0;
-  double smax = 0;  // scale * max |q row of a head| * max |k row of a kv head|
+  const float* v32 = nullptr;  // V as f32 (in kc), whatever kv_type is
+  double smax = 0;             // scale * max |q row of a head| * max |k row of a kv head|
 };
 
 // Fills q_pos / k_pos / q_seq / k_seq of `c.ids` (rows padded by 1 or 3 entries).
@@ -207,7 +214,7 @@ Buffers make(const Case& c, std::mt19937& rng) {
   for (int64_t b = 0; b < k_batches; ++b)
     for (int64_t j = 0; j < kv_len; ++j)
       for (int64_t col = 0; col < 2 * c.n_kv_heads * hd; ++col) {
-        const float x = nd(rng);
+        const float x = c.f16 ? f16_to_f32(f32_to_f16(nd(rng))) : nd(rng);
         B.kc[static_cast<size_t>(b * cap * a.k_row_stride + j * a.k_row_stride + col)] = x;
         if (col >= c.n_kv_heads * hd) B.vmax = std::max(B.vmax, std::fabs(x));
       }
@@ -238,6 +245,14 @@ Buffers make(const Case& c, std::mt19937& rng) {
   a.q = B.q.data();
   a.k = B.kc.data();
   a.v = B.kc.data() + c.n_kv_heads * hd;
+  B.v32 = B.kc.data() + c.n_kv_heads * hd;
+  if (c.f16) {  // rows >= kv_len stay NaN (f16 NaN)
+    B.kc16.resize(B.kc.size());
+    for (size_t i = 0; i < B.kc.size(); ++i) B.kc16[i] = f32_to_f16(B.kc[i]);
+    a.k = B.kc16.data();
+    a.v = B.kc16.data() + c.n_kv_heads * hd;
+    a.kv_type = KvType::kF16;
+  }
   if (c.mask != 0) {
     a.mask_batch_stride = c.shared_kv ? 0 : kv_len + 2;
     B.mask.assign(static_cast<size_t>(k_batches * (kv_len + 2)), 1);
@@ -321,7 +336,7 @@ TEST_CASE("reference attention: known values") {
     c.head_dim = 4;
     Buffers B = make(c, rng);
     const std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
-    for (int d = 0; d < 4; ++d) CHECK(o[static_cast<size_t>(d)] == B.a.v[d]);
+    for (int d = 0; d < 4; ++d) CHECK(o[static_cast<size_t>(d)] == B.v32[d]);
   }
   {
     // Causal, no past: query 0 sees only key 0 -> v[0]; a fully masked row (key 0 hidden) -> 0.
@@ -331,7 +346,7 @@ TEST_CASE("reference attention: known values") {
     c.causal = true;
     Buffers B = make(c, rng);
     std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
-    for (int d = 0; d < 3; ++d) CHECK(o[static_cast<size_t>(d)] == doctest::Approx(B.a.v[d]));
+    for (int d = 0; d < 3; ++d) CHECK(o[static_cast<size_t>(d)] == doctest::Approx(B.v32[d]));
     c.mask = 3;
     B = make(c, rng);
     o = run(kernel_table_ref(), B, 0, 1, nullptr);
@@ -348,7 +363,7 @@ TEST_CASE("reference attention: known values") {
     const std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
     for (int d = 0; d < 2; ++d)
       CHECK(o[static_cast<size_t>(d)] ==
-            doctest::Approx(0.5 * (B.a.v[d] + B.a.v[B.a.v_row_stride + d])));
+            doctest::Approx(0.5 * (B.v32[d] + B.v32[B.a.v_row_stride + d])));
   }
 }
 
@@ -491,11 +506,11 @@ TEST_CASE("reference attention: positions and sequence ids, known values") {
   const std::vector<float> o = run(kernel_table_ref(), B, 0, 1, nullptr);
   const int64_t vs = B.a.v_row_stride, os = B.a.out_row_stride;
   for (int d = 0; d < 2; ++d) {
-    const double row0 = 0.5 * (B.a.v[d] + B.a.v[vs + d]);
+    const double row0 = 0.5 * (B.v32[d] + B.v32[vs + d]);
     CHECK(o[static_cast<size_t>(d)] == doctest::Approx(row0));
     CHECK(o[static_cast<size_t>(os + d)] == doctest::Approx(row0));
-    CHECK(o[static_cast<size_t>(2 * os + d)] == doctest::Approx(B.a.v[2 * vs + d]));
-    CHECK(o[static_cast<size_t>(3 * os + d)] == doctest::Approx(B.a.v[2 * vs + d]));
+    CHECK(o[static_cast<size_t>(2 * os + d)] == doctest::Approx(B.v32[2 * vs + d]));
+    CHECK(o[static_cast<size_t>(3 * os + d)] == doctest::Approx(B.v32[2 * vs + d]));
   }
   // Causal by positions: query 1 (position 1) of row 0 sees keys at positions 0 and 1, query 0
   // only key 0, whatever the cell order.
@@ -503,7 +518,7 @@ TEST_CASE("reference attention: positions and sequence ids, known values") {
   B.k_pos[0] = 1;
   B.k_pos[1] = 0;
   const std::vector<float> oc = run(kernel_table_ref(), B, 0, 1, nullptr);
-  for (int d = 0; d < 2; ++d) CHECK(oc[static_cast<size_t>(d)] == doctest::Approx(B.a.v[vs + d]));
+  for (int d = 0; d < 2; ++d) CHECK(oc[static_cast<size_t>(d)] == doctest::Approx(B.v32[vs + d]));
   // A query whose sequence has no live key outputs zeros.
   B.q_seq[2] = 7;
   const std::vector<float> oz = run(kernel_table_ref(), B, 0, 1, nullptr);
@@ -616,6 +631,210 @@ TEST_CASE("attention: randomized positions, packed rows and cells") {
     c.head_begin = pick(rng) % c.n_heads;
     c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
     c.scale_mul = pick(rng) % 2 == 0 ? 1.0f : 3.0f;
+    check_case(c, rng);
+  }
+}
+
+TEST_CASE("f32_to_f16: every table rounds to nearest even, as the scalar conversion") {
+  // Known values: exact, ties to even, the largest half, overflow, subnormals, signed zero.
+  const std::vector<std::pair<float, uint16_t>> known = {
+      {1.0f, 0x3c00},
+      {-2.0f, 0xc000},
+      {65504.0f, 0x7bff},
+      {65520.0f, 0x7c00},
+      {1e10f, 0x7c00},
+      {-1e10f, 0xfc00},
+      {0.0f, 0x0000},
+      {-0.0f, 0x8000},
+      {std::ldexp(1.0f, -24), 0x0001},
+      {std::ldexp(1.0f, -26), 0x0000},
+      {std::ldexp(3.0f, -25), 0x0002},
+      {1.0f + std::ldexp(1.0f, -11), 0x3c00},
+      {1.0f + std::ldexp(3.0f, -11), 0x3c02},
+      {1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20), 0x3c01}};
+  std::vector<float> src;
+  for (const auto& [x, h] : known) {
+    CHECK(f32_to_f16(x) == h);
+    src.push_back(x);
+  }
+  // Random values over the whole f16 range and around it (odd length: vector tails).
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> e(-30.0f, 17.0f);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+  for (int i = 0; i < 4001; ++i) {
+    float x = std::exp2(e(rng)) * (i % 2 ? -1.0f : 1.0f);
+    if (i % 3 == 0) {  // exact ties and near-ties: a half with a 13-bit tail of 0x1000 +- 1
+      uint32_t u;
+      std::memcpy(&u, &x, sizeof u);
+      u = (u & ~0x1fffu) | (0x1000u + (bits(rng) % 3) - 1);
+      std::memcpy(&x, &u, sizeof x);
+    }
+    src.push_back(x);
+  }
+  std::vector<uint16_t> want(src.size());
+  for (size_t i = 0; i < src.size(); ++i) want[i] = f32_to_f16(src[i]);
+  std::vector<KernelTable> tables = {kernel_table_ref()};
+  for (int64_t t : kernel_hwy_targets()) tables.push_back(kernel_table_hwy(t));
+  for (const KernelTable& t : tables) {
+    CAPTURE(std::string(t.isa));
+    std::vector<uint16_t> got(src.size() + 1, 0x5a5a);
+    t.f32_to_f16(src.data(), got.data(), static_cast<int64_t>(src.size()));
+    CHECK(got.back() == 0x5a5a);
+    size_t bad = 0;
+    for (size_t i = 0; i < src.size(); ++i) bad += got[i] != want[i];
+    CHECK(bad == 0);
+    // NaN stays NaN.
+    const float nan = NAN;
+    uint16_t h = 0;
+    t.f32_to_f16(&nan, &h, 1);
+    CHECK(std::isnan(f16_to_f32(h)));
+  }
+}
+
+TEST_CASE("reference attention: f16 K / V equals f32 K / V holding the same values") {
+  std::mt19937 rng(32);
+  Case c;
+  c.q_len = 5;
+  c.past = 70;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 24;
+  c.causal = true;
+  c.f16 = true;
+  Buffers B = make(c, rng);
+  const std::vector<float> o16 = run(kernel_table_ref(), B, 0, 4, nullptr);
+  B.a.k = B.kc.data();
+  B.a.v = B.v32;
+  B.a.kv_type = KvType::kF32;
+  const std::vector<float> o32 = run(kernel_table_ref(), B, 0, 4, nullptr);
+  CHECK(o16 == o32);
+  // And the values really are f16: a different cache gives different outputs.
+  B.a.k = B.kc16.data();
+  B.a.v = B.kc16.data() + c.n_kv_heads * c.head_dim;
+  B.a.kv_type = KvType::kF16;
+  B.kc16[static_cast<size_t>(c.n_kv_heads * c.head_dim)] ^= 0x4000;  // V row 0, dim 0
+  CHECK(run(kernel_table_ref(), B, 0, 4, nullptr) != o16);
+}
+
+TEST_CASE("attention: f16 K / V, decode and prefill layouts") {
+  std::mt19937 rng(33);
+  // Decode ("head_dim in lanes"): GQA, windows, key masks, a fully hidden batch row, > 16 groups.
+  for (int32_t hd : {64, 128, 40}) {
+    for (int32_t ratio : {1, 3}) {
+      Case c;
+      c.f16 = true;
+      c.past = 300;
+      c.n_heads = 6;
+      c.n_kv_heads = 6 / ratio;
+      c.head_dim = hd;
+      check_case(c, rng);
+      c.window = 100;
+      c.mask = 1;
+      check_case(c, rng);
+      c.batch = 2;
+      c.window = -1;
+      c.mask = 2;
+      check_case(c, rng);
+    }
+  }
+  Case many;
+  many.f16 = true;
+  many.past = 40;
+  many.n_heads = 40;
+  many.n_kv_heads = 20;
+  many.head_dim = 64;
+  many.causal = true;
+  many.head_begin = 5;
+  many.head_end = 39;
+  check_case(many, rng);
+  // Prefill ("queries in lanes"): causal / window / mask combinations, odd head_dims (the scalar
+  // tail of the tile conversion), several key tiles, head sub-ranges.
+  for (int32_t hd : {64, 24, 3}) {
+    for (int mode = 0; mode < 6; ++mode) {
+      Case c;
+      c.f16 = true;
+      c.q_len = 33;
+      c.past = mode % 2 == 0 ? 0 : 9;
+      c.n_heads = 4;
+      c.n_kv_heads = mode < 3 ? 4 : 2;
+      c.head_dim = hd;
+      c.batch = mode == 5 ? 2 : 1;
+      c.causal = mode == 1 || mode == 2 || mode == 4;
+      c.window = mode == 2 || mode == 3 ? 5 : -1;
+      c.mask = mode == 5 ? 1 : (mode == 4 ? 3 : 0);
+      check_case(c, rng);
+    }
+  }
+  Case big;
+  big.f16 = true;
+  big.q_len = 150;
+  big.past = 20;
+  big.n_heads = 4;
+  big.n_kv_heads = 1;
+  big.head_dim = 64;
+  big.causal = true;
+  big.scale_mul = 4.0f;
+  big.head_begin = 1;
+  check_case(big, rng);
+}
+
+TEST_CASE("attention: f16 K / V over KV cache cells and packed rows") {
+  std::mt19937 rng(34);
+  for (int64_t q_len : {1, 3, 9}) {
+    Case c;
+    c.f16 = true;
+    c.ids = Case::Ids::kCells;
+    c.q_len = q_len;
+    c.past = 300 - q_len;
+    c.n_heads = 6;
+    c.n_kv_heads = 2;
+    c.head_dim = 64;
+    c.causal = true;
+    c.n_seq = q_len == 1 ? 1 : 3;
+    check_case(c, rng);
+    c.window = 17;
+    c.mask = 1;
+    check_case(c, rng);
+    c.batch = 2;
+    c.shared_kv = true;
+    c.window = -1;
+    c.mask = 0;
+    check_case(c, rng);
+  }
+  Case p;
+  p.f16 = true;
+  p.ids = Case::Ids::kPacked;
+  p.q_len = 120;
+  p.max_row = 50;
+  p.pad = 7;
+  p.n_heads = 4;
+  p.n_kv_heads = 2;
+  p.head_dim = 40;
+  p.causal = true;
+  check_case(p, rng);
+}
+
+TEST_CASE("attention: f16 K / V, randomized shapes") {
+  std::mt19937 rng(35);
+  std::uniform_int_distribution<int> pick(0, 1 << 20);
+  const int32_t hds[] = {1, 8, 17, 24, 64, 128};
+  const int64_t qlens[] = {1, 2, 3, 17, 65};
+  for (int iter = 0; iter < 20; ++iter) {
+    Case c;
+    c.f16 = true;
+    c.head_dim = hds[pick(rng) % 6];
+    const int32_t ratio = 1 + pick(rng) % 4;
+    c.n_kv_heads = 1 + pick(rng) % 3;
+    c.n_heads = c.n_kv_heads * ratio;
+    c.q_len = qlens[pick(rng) % 5];
+    c.past = pick(rng) % 3 == 0 ? 0 : pick(rng) % 200;
+    c.batch = 1 + pick(rng) % 2;
+    c.causal = pick(rng) % 2 == 0;
+    c.window = pick(rng) % 3 == 0 ? pick(rng) % 40 : -1;
+    c.mask = pick(rng) % 4;
+    c.head_begin = pick(rng) % c.n_heads;
+    c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
+    c.ids = pick(rng) % 3 == 0 ? Case::Ids::kPos : Case::Ids::kNone;
     check_case(c, rng);
   }
 }

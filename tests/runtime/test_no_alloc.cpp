@@ -96,60 +96,64 @@ TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto k
 
 TEST_CASE("the decoder runner: prefill chunks and every decode step allocate nothing") {
   for (int threads : {1, 2})
-    for (const char* kernels : {"ref", "auto"}) {
-      CAPTURE(threads);
-      const std::string kernels_name = kernels;
-      CAPTURE(kernels_name);
-      tools::TinyModelConfig cfg;
-      auto g = tools::make_tiny_decoder(cfg, 5);
-      REQUIRE(g.is_ok());
-      const int64_t chunk = 8, cells = 64;
-      auto so = runtime::decoder_session_options(cpu_options(kernels, threads), *g, chunk, cells);
-      REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
-      TinyRun run = make_run(*g, *so, cells);
-      auto lb = runtime::DecoderRunner::logits_bytes(*g, chunk);
-      REQUIRE(lb.is_ok());
-      auto logits = runtime::RegionBuffer::alloc(*lb, runtime::kRegionAlign, false);
-      REQUIRE(logits.is_ok());
-      auto r = runtime::DecoderRunner::create(*run.session, *run.kv.cache, logits->region(), chunk);
-      REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
-      runtime::DecoderRunner& runner = **r;
-      const TinyInputs in = tiny_inputs(1, 13, cfg.vocab, 0);
-      for (int rep = 0; rep < 2; ++rep) {  // the first prefill and decode after create count too
-        run.kv.cache->clear();
-        alloc_hook::start();
-        Status st = runner.prefill(0, in.ids);  // chunks of 8 and 5
-        long calls = alloc_hook::stop();
-        REQUIRE(st.is_ok());
-        CHECK(calls == 0);
-        for (int t = 0; t < 24; ++t) {
-          const int32_t next = runtime::greedy_token(runner.last_logits(), nullptr);
+    for (const char* kernels : {"ref", "auto"})
+      for (ir::DType kv : {ir::DType::kF32, ir::DType::kF16}) {  // f16: an f16 KV cache
+        CAPTURE(threads);
+        const std::string kernels_name = kernels;
+        CAPTURE(kernels_name);
+        CAPTURE(ir::dtype_name(kv));
+        tools::TinyModelConfig cfg;
+        cfg.kv_dtype = kv;
+        auto g = tools::make_tiny_decoder(cfg, 5);
+        REQUIRE(g.is_ok());
+        const int64_t chunk = 8, cells = 64;
+        auto so = runtime::decoder_session_options(cpu_options(kernels, threads), *g, chunk, cells);
+        REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
+        TinyRun run = make_run(*g, *so, cells);
+        auto lb = runtime::DecoderRunner::logits_bytes(*g, chunk);
+        REQUIRE(lb.is_ok());
+        auto logits = runtime::RegionBuffer::alloc(*lb, runtime::kRegionAlign, false);
+        REQUIRE(logits.is_ok());
+        auto r =
+            runtime::DecoderRunner::create(*run.session, *run.kv.cache, logits->region(), chunk);
+        REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
+        runtime::DecoderRunner& runner = **r;
+        const TinyInputs in = tiny_inputs(1, 13, cfg.vocab, 0);
+        for (int rep = 0; rep < 2; ++rep) {  // the first prefill and decode after create count too
+          run.kv.cache->clear();
           alloc_hook::start();
-          st = runner.step(0, std::span(&next, 1));
-          calls = alloc_hook::stop();
+          Status st = runner.prefill(0, in.ids);  // chunks of 8 and 5
+          long calls = alloc_hook::stop();
           REQUIRE(st.is_ok());
           CHECK(calls == 0);
+          for (int t = 0; t < 24; ++t) {
+            const int32_t next = runtime::greedy_token(runner.last_logits(), nullptr);
+            alloc_hook::start();
+            st = runner.step(0, std::span(&next, 1));
+            calls = alloc_hook::stop();
+            REQUIRE(st.is_ok());
+            CHECK(calls == 0);
+          }
+          CHECK(run.kv.cache->seq_length(0) == 13 + 24);
         }
-        CHECK(run.kv.cache->seq_length(0) == 13 + 24);
+        // The prefix cache: storing a prompt's blocks and restoring them allocate nothing either.
+        auto layout = runtime::kv_cache_layout(*g);
+        REQUIRE(layout.is_ok());
+        runtime::PrefixCacheOptions po;
+        po.block_tokens = 4;
+        po.slots = 2;
+        po.budget_bytes = 16 * layout->bytes_per_cell;
+        auto pc = runtime::PrefixCache::create(*run.kv.cache, *layout, po);
+        REQUIRE_MESSAGE(pc.is_ok(), pc.status().to_string());
+        alloc_hook::start();
+        const Status stored = (*pc)->store(in.ids, 0);
+        const Result<int64_t> hit = (*pc)->restore(in.ids, 3);
+        const long calls = alloc_hook::stop();
+        REQUIRE(stored.is_ok());
+        REQUIRE(hit.is_ok());
+        CHECK(*hit == 12);
+        CHECK(calls == 0);
       }
-      // The prefix cache: storing a prompt's blocks and restoring them allocate nothing either.
-      auto layout = runtime::kv_cache_layout(*g);
-      REQUIRE(layout.is_ok());
-      runtime::PrefixCacheOptions po;
-      po.block_tokens = 4;
-      po.slots = 2;
-      po.budget_bytes = 16 * layout->bytes_per_cell;
-      auto pc = runtime::PrefixCache::create(*run.kv.cache, *layout, po);
-      REQUIRE_MESSAGE(pc.is_ok(), pc.status().to_string());
-      alloc_hook::start();
-      const Status stored = (*pc)->store(in.ids, 0);
-      const Result<int64_t> hit = (*pc)->restore(in.ids, 3);
-      const long calls = alloc_hook::stop();
-      REQUIRE(stored.is_ok());
-      REQUIRE(hit.is_ok());
-      CHECK(*hit == 12);
-      CHECK(calls == 0);
-    }
 }
 
 TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both activation modes)") {

@@ -145,6 +145,21 @@ PY
   same "generate sampled" generate --prompt "ab" --max-tokens 12 --temperature 0.8 --seed 3 --json
   same "score" score --ids-file "$tmp/ids.json" --top 5
   same "score --kernels ref" score --ids-file "$tmp/ids.json" --top 3 --kernels ref
+  # An f16 KV cache: fixed in the .laya by --kv-type; the same output as the GGUF built with it at
+  # load; the other type on the .laya, or a bad name, fails.
+  expect 2 "--kv-type bf16 is not one of: f32, f16" -- "$tmp/chat.gguf" -o "$tmp/h.laya" --kv-type bf16
+  expect 0 "wrote $tmp/h.laya" -- "$tmp/chat.gguf" -o "$tmp/h.laya" --kv-type f16 --max-chunk 64
+  out=$("$run" inspect "$tmp/h.laya" 2>&1)
+  grep -qF "4 states, 256 bytes per cell" <<<"$out" || { echo "FAIL: inspect h.laya: not 256 bytes per cell (f16; 512 in f32)"; fails=$((fails + 1)); }
+  a=$("$run" generate --model "$tmp/chat.gguf" --kv-type f16 --prompt "hello world" --max-tokens 12 --json 2>&1 | sed 's/"timings".*//')
+  b=$("$run" generate --model "$tmp/h.laya" --prompt "hello world" --max-tokens 12 --json 2>&1 | sed 's/"timings".*//')
+  if [[ "$a" == '{"prompt_ids": ['* && "$a" == "$b" ]]; then
+    echo "ok:   generate --kv-type f16: the same on the GGUF and the f16 .laya"
+  else
+    echo "FAIL: generate --kv-type f16: GGUF '$a' / .laya '$b'"; fails=$((fails + 1))
+  fi
+  expect_bin=$run expect_name=laya-run expect 1 "h.laya stores a f16 KV cache \(fixed by laya-convert --kv-type\); --kv-type f32 needs a file converted with it" -- generate --model "$tmp/h.laya" --kv-type f32 --ids 1,2
+  expect_bin=$run expect_name=laya-run expect 2 "--kv-type q8_0 is not one of: f32, f16" -- generate --model "$tmp/h.laya" --kv-type q8_0 --ids 1,2
 fi
 # The real SmolLM2 Q4_1 (LAYA_SMOLLM2_GGUF): Q4_1 and Q8_0 weights kept, the same greedy reply.
 smol=${LAYA_SMOLLM2_GGUF:-}

@@ -6,7 +6,7 @@
 //                [--override P=D]... [--max-rows N] [--max-tokens N] [--max-options N]
 //                [--no-hash] [--quiet]
 //   laya-convert MODEL.gguf -o OUT.laya [--decision-config CFG.json] [--max-chunk N]
-//                [--context N] [--no-hash] [--quiet]
+//                [--context N] [--kv-type f32|f16] [--no-hash] [--quiet]
 //
 // The file is written to OUT.laya.tmp and renamed at the end; any failure (or Ctrl-C) leaves
 // nothing behind. Weights stream from the memory-mapped checkpoint one chunk at a time, so the
@@ -69,6 +69,8 @@ constexpr const char* kUsage =
     "                       (buckets 2, 3-5, 6-10, 11+; default 1.0 each)\n"
     "  --max-chunk N        the longest prefill chunk a session may plan (default 128)\n"
     "  --context N          KV cache cells a session may bind (default: the model's context)\n"
+    "  --kv-type T          f32 | f16: the KV cache's element type, fixed in the file\n"
+    "                       (default f32; f16 halves the cache)\n"
     "\n"
     "exit codes: 0 ok, 1 bad input, 2 bad arguments\n";
 
@@ -218,7 +220,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(a, "-o") == 0) a = "--output";
   std::string decision_config;
   int64_t max_chunk = 128, context = 0;
+  std::string kv_type;
   p.text("decision-config", &decision_config);
+  p.choice("kv-type", {"f32", "f16"}, &kv_type);
   p.integer("max-chunk", 1, 1 << 20, &max_chunk);
   p.integer("context", 1, INT32_MAX, &context);
   if (!p.parse(argc, args.data(), 1, &positional)) return bad_args(p.error());
@@ -243,6 +247,7 @@ int main(int argc, char** argv) {
     frontends::gguf::GgufImportOptions go;
     go.max_chunk = max_chunk;
     go.max_cells = context;
+    if (kv_type == "f16") go.kv_dtype = ir::DType::kF16;
     go.hash_source = !no_hash;
     go.converter_version = kVersion;
     if (!decision_config.empty()) {
@@ -256,7 +261,7 @@ int main(int argc, char** argv) {
     if (!g.is_ok()) return fail(g.status());
     return write_model(*g, out, quiet, t0);
   }
-  for (const char* o : {"--decision-config", "--max-chunk", "--context"})
+  for (const char* o : {"--decision-config", "--max-chunk", "--context", "--kv-type"})
     if (given(args, o))
       return bad_args(std::string(o) + " applies to a GGUF file only (a checkpoint directory's " +
                       "decision config is its rl_agent_config.json)");

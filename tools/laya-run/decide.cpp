@@ -89,6 +89,8 @@ constexpr const char* kDecideUsage =
     "                     decoder schema decisions: sample (options and free values) instead of\n"
     "                     greedy, as laya-run generate does\n"
     "  --chunk N          decoder prefill chunk in tokens, 1..4096 (default 128)\n"
+    "  --kv-type T        f32 | f16: a decoder's KV cache element type (default f32; a .laya\n"
+    "                     decoder: the type laya-convert --kv-type stored)\n"
     "  --threads N        CPU threads (default: all cores)\n"
     "  --kernels K        auto | ref | a Highway target name (default auto)\n"
     "  --backends A,B     backends in order of preference (default: cpu)\n";
@@ -182,11 +184,12 @@ namespace {
 // A decision on a decoder model: the request, the model's tokenizer and chat template, a runner
 // over a KV cache sized for the request plus a prefix cache, runtime/decoder_decide.h.
 int decide_on_decoder(const std::string& model, const std::string& body,
-                      const runtime::SessionOptions& so, int64_t chunk, const SamplerConfig& sc,
-                      std::chrono::steady_clock::time_point load_start) {
+                      const runtime::SessionOptions& so, int64_t chunk, const std::string& kv_type,
+                      const SamplerConfig& sc, std::chrono::steady_clock::time_point load_start) {
   Result<runtime::DecoderRequest> req = runtime::parse_decoder_request(body);
   if (!req.is_ok()) return refuse(req.status());
   Decoder d;
+  d.kv_type = kv_type;
   Status st = d.open(model);
   if (!st.is_ok()) return refuse(st);
   Result<runtime::DecoderText> text = decoder_text(d);
@@ -273,7 +276,7 @@ int cmd_route(int argc, char** argv) {
 
 int cmd_decide(int argc, char** argv) {
   bool help = false, explain = false;
-  std::string model, request, tokenizer, kernels = "auto", backends = "cpu";
+  std::string model, request, tokenizer, kernels = "auto", backends = "cpu", kv_type;
   int64_t threads = 0, chunk = 128;
   double temperature = -1, top_p = -1;
   int64_t top_k = -1, seed = -1;
@@ -282,6 +285,7 @@ int cmd_decide(int argc, char** argv) {
   p.flag("help", &help);
   p.flag("explain", &explain);
   p.integer("chunk", 1, 4096, &chunk);
+  p.choice("kv-type", {"f32", "f16"}, &kv_type);
   p.number("temperature", 0, 100, &temperature);
   p.integer("top-k", 0, 1000000, &top_k);
   p.number("top-p", 0, 1, &top_p, /*lo_open=*/true);
@@ -328,13 +332,13 @@ int cmd_decide(int argc, char** argv) {
   // The request first: a refused request never costs a model load.
   Result<std::string> text = read_request_file(request);
   if (!text.is_ok()) return refuse(text.status());
-  if (gguf) return decide_on_decoder(model, *text, so, chunk, sc, load_start);
+  if (gguf) return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);
   Result<decision::DecisionRequest> req = decision::parse_request(*text);
   if (!req.is_ok()) {
     // A .laya decoder reads its body differently (runtime/decoder_decide.h).
     if (!model.empty() && !explain)
       if (Result<ir::Graph> g = ir::model_load(model); g.is_ok() && !g->states.empty())
-        return decide_on_decoder(model, *text, so, chunk, sc, load_start);
+        return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);
     return refuse(req.status());
   }
 
@@ -352,7 +356,7 @@ int cmd_decide(int argc, char** argv) {
   if (!g.is_ok()) return refuse(g.status());
   if (!g->states.empty()) {
     if (explain) return usage_error("--explain is for encoder models", kDecideUsage);
-    return decide_on_decoder(model, *text, so, chunk, sc, load_start);
+    return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);
   }
   Result<decision::ModelTokenizer> tok = decision::model_tokenizer(*g);
   if (!tok.is_ok()) return refuse(tok.status());

@@ -41,6 +41,10 @@ struct Decoder {
   runtime::KvCacheLayout layout;
   std::unique_ptr<runtime::KvCache> cache;
   std::unique_ptr<runtime::DecoderRunner> runner;
+  // The KV cache's element type (--kv-type): "" (f32 for a GGUF, the stored one for a .laya),
+  // "f32" or "f16". A GGUF graph is built with it; a .laya decoder's was fixed by laya-convert
+  // --kv-type, and asking for another one fails.
+  std::string kv_type;
 
   bool is_gguf() const { return gguf != nullptr; }
 
@@ -88,7 +92,17 @@ struct Decoder {
       frontends::gguf::CachedDecoderGraphOptions o;
       o.max_seq = std::min(chunk, tokens);
       o.max_cells = tokens + extra_cells;
+      if (!kv_type.empty()) {
+        LAYA_ASSIGN_OR_RETURN(o.kv_dtype, ir::dtype_from_name(kv_type));
+      }
       LAYA_ASSIGN_OR_RETURN(graph, frontends::gguf::build_cached_decoder_graph(gguf, o));
+    } else if (!kv_type.empty() && !graph.states.empty()) {
+      const char* stored = ir::dtype_name(graph.values[graph.states[0]].dtype);
+      if (kv_type != stored)
+        return status_error(StatusCode::kInvalidArgument,
+                            "%s stores a %s KV cache (fixed by laya-convert --kv-type); "
+                            "--kv-type %s needs a file converted with it",
+                            path.c_str(), stored, kv_type.c_str());
     }
     const int seq_sym = graph.find_symbol("seq");
     const int cells_sym = graph.find_symbol("cells");

@@ -77,6 +77,9 @@ constexpr const char* kGenerateUsage =
     "  --seed S         random seed, 0..9223372036854775807 (default 0): the same seed, model\n"
     "                   and options give the same ids (runtime/sampler.h)\n"
     "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
+    "  --kv-type T      f32 | f16: the KV cache's element type (default f32; f16 halves\n"
+    "                   its memory and attention's reads; a .laya decoder: the type\n"
+    "                   laya-convert --kv-type stored, another one fails)\n"
     "  --json           print {\"prompt_ids\": [...], \"ids\": [...], \"text\": \"...\",\n"
     "                   \"finish_reason\": R, \"timings\": {...}} (text: the new ids decoded,\n"
     "                   special tokens skipped; \"\" without a tokenizer; R: \"stop\" at a stop\n"
@@ -114,6 +117,9 @@ constexpr const char* kScoreUsage =
     "                   1000000: K = the vocabulary prints every logit)\n"
     "  --last           print the last position only\n"
     "  --chunk N        prefill chunk in tokens, 1..4096 (default 128)\n"
+    "  --kv-type T      f32 | f16: the KV cache's element type (default f32; f16 halves\n"
+    "                   its memory and attention's reads; a .laya decoder: the type\n"
+    "                   laya-convert --kv-type stored, another one fails)\n"
     "  --threads N      CPU threads, 0..1024 (default 0: all cores)\n"
     "  --kernels K      auto | ref | a Highway target name (default auto)\n"
     "  --backends A,B   backends in order of preference (default: cpu)\n";
@@ -133,10 +139,12 @@ struct DecoderOptions {
   bool help = false;
   std::string model, kernels = "auto", backends = "cpu";
   int64_t threads = 0, chunk = 128;
+  std::string kv_type;  // "" = the default (Decoder::kv_type)
 
   void declare(ArgParser& p) {
     p.flag("help", &help);
     p.text("model", &model);
+    p.choice("kv-type", {"f32", "f16"}, &kv_type);
     p.choice("kernels", kernels::kernel_table_names(), &kernels);
     p.text("backends", &backends);
     p.integer("threads", 0, 1024, &threads);
@@ -384,6 +392,7 @@ int cmd_generate(int argc, char** argv) {
 
   const Clock::time_point load_start = Clock::now();
   Decoder d;
+  d.kv_type = common.kv_type;
   Status st = d.open(common.model);
   if (!st.is_ok()) return fail(st);
   if (stop_after_json && d.tokenizer == nullptr)
@@ -653,6 +662,7 @@ int cmd_score(int argc, char** argv) {
   }
 
   Decoder d;
+  d.kv_type = common.kv_type;
   Status st = d.open(common.model);
   if (!st.is_ok()) return fail(st);
   st = d.start(so, common.chunk, static_cast<int64_t>(ids.size()), Clock::now());
