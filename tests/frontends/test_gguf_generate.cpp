@@ -265,26 +265,22 @@ std::vector<int32_t> int_list(const json::Value& v) {
   return out;
 }
 
+// llama.cpp's prompts, ids and greedy tokens on SmolLM2 (tools/reference/make_smollm2_greedy.py).
+json::Value greedy_fixture() {
+  Result<json::Value> doc = json::parse(read_text(fixtures_dir() + "smollm2-llamacpp-greedy.json"));
+  REQUIRE_MESSAGE(doc.is_ok(), doc.status().to_string());
+  return std::move(doc).value();
+}
+
 }  // namespace
 
 TEST_CASE("SmolLM2 Q4_1: our tokenizer and cached greedy generation follow llama.cpp's") {
   const std::string path = smollm2_path();
-  if (std::FILE* probe = std::fopen(path.c_str(), "rb")) {
-    std::fclose(probe);
-  } else {
+  if (!file_exists(path)) {
     MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
     return;
   }
-  std::string text;
-  {
-    std::FILE* fx = std::fopen((fixtures_dir() + "smollm2-llamacpp-greedy.json").c_str(), "rb");
-    REQUIRE(fx != nullptr);
-    char buf[4096];
-    for (size_t got; (got = std::fread(buf, 1, sizeof buf, fx)) > 0;) text.append(buf, got);
-    std::fclose(fx);
-  }
-  Result<json::Value> doc = json::parse(text);
-  REQUIRE_MESSAGE(doc.is_ok(), doc.status().to_string());
+  const json::Value doc = greedy_fixture();
   const auto f = open_file(path);
   auto tokenizer = gguf_tokenizer(*f);
   REQUIRE_MESSAGE(tokenizer.is_ok(), tokenizer.status().to_string());
@@ -292,7 +288,7 @@ TEST_CASE("SmolLM2 Q4_1: our tokenizer and cached greedy generation follow llama
   tok::EncodeOptions eo;
   eo.add_special_tokens = true;  // BOS per add_bos_token, as llama.cpp's tokenize(add_bos=True)
   int steps = 0, agree = 0, forced_agree = 0;
-  for (const json::Value& p : doc->find("prompts")->items()) {
+  for (const json::Value& p : doc.find("prompts")->items()) {
     const std::vector<int32_t> want_prompt = int_list(*p.find("prompt_ids"));
     const std::vector<int32_t> want = int_list(*p.find("greedy_ids"));
     std::vector<double> margins;
@@ -342,22 +338,11 @@ TEST_CASE("SmolLM2 Q4_1: our tokenizer and cached greedy generation follow llama
 TEST_CASE(
     "SmolLM2 Q4_1 with an f16 KV cache: teacher forced top-1 vs llama.cpp and vs the f32 cache") {
   const std::string path = smollm2_path();
-  if (std::FILE* probe = std::fopen(path.c_str(), "rb")) {
-    std::fclose(probe);
-  } else {
+  if (!file_exists(path)) {
     MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
     return;
   }
-  std::string text;
-  {
-    std::FILE* fx = std::fopen((fixtures_dir() + "smollm2-llamacpp-greedy.json").c_str(), "rb");
-    REQUIRE(fx != nullptr);
-    char buf[4096];
-    for (size_t got; (got = std::fread(buf, 1, sizeof buf, fx)) > 0;) text.append(buf, got);
-    std::fclose(fx);
-  }
-  Result<json::Value> doc = json::parse(text);
-  REQUIRE_MESSAGE(doc.is_ok(), doc.status().to_string());
+  const json::Value doc = greedy_fixture();
   const auto f = open_file(path);
   Cached c32(f, "auto", 1, 32, 128);
   Cached c16(f, "auto", 1, 32, 128, 2, ir::DType::kF16);
@@ -370,7 +355,7 @@ TEST_CASE(
   int steps = 0, vs_llama = 0, vs_f32 = 0, f32_vs_llama = 0;
   double worst = 0, sum_sq = 0;
   int64_t n_sq = 0;
-  for (const json::Value& p : doc->find("prompts")->items()) {
+  for (const json::Value& p : doc.find("prompts")->items()) {
     const std::vector<int32_t> prompt = int_list(*p.find("prompt_ids"));
     const std::vector<int32_t> want = int_list(*p.find("greedy_ids"));
     std::vector<double> margins;
