@@ -159,19 +159,30 @@ def end_to_end(convert):
 
 
 def readme_example(model):
-    """The README's main command: `laya-run decide` prints the SDK's bytes (record_examples.py)."""
+    """The README's encoder command on examples/*.json against the SDK's bytes (record_examples.py).
+
+    With the reference kernels (double sums, the same on every CPU) the output is the SDK's bytes.
+    With the CPU's own kernels (auto) a 4-decimal value may round the other way when it lies at a
+    rounding boundary: examples/support-ticket.json's act probability rounds to 0.7903 as the SDK
+    on AVX2 and to 0.7904 on SSE4 and AVX-512 (f32 sums in another order). So auto must print
+    the same JSON with every number within one unit of the last printed digit.
+    """
     examples = os.path.join(FIXTURES, "..", "..", "examples")
     n = 0
     for name in sorted(os.listdir(examples)):
         sdk = os.path.join(examples, name[: -len(".json")] + ".sdk.json")
         if not name.endswith(".json") or name.endswith(".sdk.json") or not os.path.exists(sdk):
             continue
-        rc, out, err = run(["decide", "--model", model, "--request", os.path.join(examples, name)])
+        req = os.path.join(examples, name)
         want = open(sdk, encoding="utf-8").read()
-        check(rc == 0 and out == want, "examples/%s: rc %d %s\n want %s got  %s" % (name, rc, err[:300], want, out))
+        rc, out, err = run(["decide", "--model", model, "--request", req, "--kernels", "ref"])
+        check(rc == 0 and out == want, "examples/%s (ref kernels): rc %d %s\n want %s got  %s" % (name, rc, err[:300], want, out))
+        rc, out, err = run(["decide", "--model", model, "--request", req])
+        diff = "rc %d: %s" % (rc, err.strip()[:300]) if rc != 0 else same(json.loads(out), json.loads(want), "result", 1.0001e-4)
+        check(not diff, "examples/%s (auto kernels): %s" % (name, diff))
         n += 1
     check(n > 0, "no recorded SDK answers in examples/")
-    print("examples/ answered byte for byte as the SDK: %d" % n)
+    print("examples/ answered byte for byte as the SDK (ref kernels), within the last digit (auto): %d" % n)
 
 
 route_probe()
