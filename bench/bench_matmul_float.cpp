@@ -1,7 +1,9 @@
 // Float-weight matmul kernels (f32, f16, bf16) on the best Highway target, 1 thread (pool null;
 // the "threads" argument 2 runs on the CPU backend's pool, hal::cpu::ArenaPool):
 //  - GEMM (m > 1) and cache-resident GEMV (m = 1): GFLOP/s and % of the fp32 FMA peak (f32, f16:
-//    the products run on f32 FMAs) or of the vdpbf16ps peak (bf16).
+//    the products run on f32 FMAs) or of the vdpbf16ps peak (bf16), or of the tdpbf16ps peak
+//    (bf16 GEMMs on AMX; bf16_no_amx runs the vdpbf16ps kernels on the same CPU). 256 x 1024 x
+//    5248 and 256 x 2624 x 1024 are ModernBERT-large's MLP at 256 tokens.
 //    With 2 threads the % is of twice the 1-core peak.
 //  - GEMV from DRAM: 4 weight matrices of 64 MiB each (256 MiB > the 32 MiB L3), cycled, 2 MiB
 //    pages: GB/s of packed weights read and % of the (1-core) DRAM read peak.
@@ -14,10 +16,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "bench/peak.h"
 #include "hal/cpu/thread_pool.h"
+#include "kernels/hwy/matmul_float.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
@@ -32,6 +36,21 @@ using laya::kernels::WType;
 
 const laya::kernels::KernelTable& table() {
   static const laya::kernels::KernelTable t = laya::kernels::kernel_table_hwy(0);
+  return t;
+}
+
+bool amx() {
+  return laya::kernels::hwy_matmul_float::amx_bf16_usable() && std::string(table().isa) == "AVX3";
+}
+
+// The best table without AMX (bf16 GEMMs on vdpbf16ps): the comparison where AMX is present.
+const laya::kernels::KernelTable& table_no_amx() {
+  static const laya::kernels::KernelTable t = [] {
+    laya::kernels::KernelTable k = laya::kernels::kernel_table_hwy(0);
+    laya::kernels::hwy_matmul_float::fill(k, laya::kernels::kernel_hwy_targets().front(), false);
+    k.isa = "AVX3 (no AMX)";
+    return k;
+  }();
   return t;
 }
 
@@ -84,18 +103,22 @@ HugeBuffer packed_weights(const MatmulKernel& kern, WType type, int64_t n, int64
   return b;
 }
 
-double peak_for(WType type) {
-  return type == WType::kBF16 ? laya::bench::peaks().bf16_gflops : laya::bench::peaks().fp32_gflops;
+// bf16 GEMMs on AMX: % of the tdpbf16ps peak (the kernel runs two passes, x's hi and lo halves,
+// so 50% is its ceiling); vdpbf16ps: of that peak; everything else of the fp32 FMA peak.
+double peak_for(WType type, bool amx_run) {
+  if (type != WType::kBF16) return laya::bench::peaks().fp32_gflops;
+  return amx_run ? laya::bench::peaks().amx_bf16_gflops : laya::bench::peaks().bf16_gflops;
 }
 
 // y[m, n] = x[m, k] . W^T, weights cache-resident after the first iteration (GEMM or GEMV).
-void BM_matmul(benchmark::State& state, WType type) {
+void BM_matmul(benchmark::State& state, WType type, bool allow_amx) {
+  const laya::kernels::KernelTable& tab = allow_amx ? table() : table_no_amx();
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   laya::hal::cpu::ArenaPool workers(threads);  // the runtime's pool (hal/cpu)
   workers.warm_up(5000);
   const laya::kernels::ThreadPool* pool = threads > 1 ? workers.view() : nullptr;
-  const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
+  const MatmulKernel& kern = tab.matmul[static_cast<int>(type)];
   Rng rng;
   HugeBuffer packed = packed_weights(kern, type, n, k, rng);
   std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
@@ -106,8 +129,10 @@ void BM_matmul(benchmark::State& state, WType type) {
     benchmark::ClobberMemory();
   }
   // % of `threads` x the 1-core peak.
-  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k), peak_for(type) * threads);
-  state.SetLabel(table().isa);
+  const bool amx_run = allow_amx && amx() && type == WType::kBF16 && m > 1;
+  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k),
+                            peak_for(type, amx_run) * threads);
+  state.SetLabel(amx_run ? "AVX3 + AMX" : tab.isa);
 }
 
 // m = 1 with weights streamed from DRAM: 4 matrices of 64 MiB, cycled.
@@ -141,6 +166,8 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
       ->Args({512, 512, 512, 1})       \
       ->Args({1024, 1024, 1024, 1})    \
       ->Args({128, 576, 1536, 1})      \
+      ->Args({256, 1024, 5248, 1})     \
+      ->Args({256, 2624, 1024, 1})     \
       ->Args({1, 576, 1536, 1})        \
       ->Args({512, 512, 512, 2})       \
       ->Args({128, 576, 1536, 2})      \
@@ -149,9 +176,11 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
       ->MeasureProcessCPUTime()        \
       ->UseRealTime()
 
-BENCHMARK_CAPTURE(BM_matmul, f32, WType::kF32)->GEMM_SHAPES;
-BENCHMARK_CAPTURE(BM_matmul, f16, WType::kF16)->GEMM_SHAPES;
-BENCHMARK_CAPTURE(BM_matmul, bf16, WType::kBF16)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f32, WType::kF32, true)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f16, WType::kF16, true)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, bf16, WType::kBF16, true)->GEMM_SHAPES;
+// Where AMX is usable, also the vdpbf16ps kernels it replaces (same shapes).
+BENCHMARK_CAPTURE(BM_matmul, bf16_no_amx, WType::kBF16, false)->GEMM_SHAPES;
 #define DRAM_THREADS \
   ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime()
 BENCHMARK_CAPTURE(BM_gemv_dram, f32, WType::kF32)->DRAM_THREADS;

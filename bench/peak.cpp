@@ -1,5 +1,7 @@
 #include "bench/peak.h"
 
+#include "kernels/hwy/matmul_float.h"
+
 #include <immintrin.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -96,6 +98,42 @@ __attribute__((target("avx512f,avx512bf16"))) double probe_bf16(int64_t iters) {
   return static_cast<double>(iters) * kChains * 64 / s * 1e-9;
 }
 
+// tdpbf16ps chains: four C tiles (16 x 16 f32) over the same A and B tiles (16 x 32 bf16), each
+// instruction 16 * 16 * 32 multiply-adds. Needs amx_bf16_usable() (the tile state granted).
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+__attribute__((target("amx-tile,amx-bf16"))) double probe_amx_bf16(int64_t iters) {
+  static const AmxConfig cfg;
+  alignas(64) static uint16_t ab[2][16 * 32];
+  for (int i = 0; i < 16 * 32; ++i) ab[0][i] = 0x3f80, ab[1][i] = 0x3380;  // 1.0, ~6e-8
+  alignas(64) static float c[16 * 16];
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ab[0], 64);
+  _tile_loadd(5, ab[1], 64);
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 5);
+    _tile_dpbf16ps(1, 4, 5);
+    _tile_dpbf16ps(2, 4, 5);
+    _tile_dpbf16ps(3, 4, 5);
+  }
+  const double s = seconds_since(t0);
+  _tile_stored(0, c, 64);
+  _tile_release();
+  benchmark::DoNotOptimize(c[0]);
+  return static_cast<double>(iters) * 4 * 16 * 16 * 32 * 2 / s * 1e-9;
+}
+
 __attribute__((target("avx512f,avx512vnni"))) double probe_int8(int64_t iters) {
   __m512i acc[kChains];
   for (int r = 0; r < kChains; ++r) acc[r] = _mm512_set1_epi32(r);
@@ -179,6 +217,11 @@ Peaks measure() {
     p.bf16_gflops = median(r);
     r.clear();
   }
+  if (laya::kernels::hwy_matmul_float::amx_bf16_usable()) {
+    for (int i = 0; i < 5; ++i) r.push_back(probe_amx_bf16(iters / 8));
+    p.amx_bf16_gflops = median(r);
+    r.clear();
+  }
   const bool vnni = has("avx512vnni");
   if (vnni || has("avx2")) {
     for (int i = 0; i < 5; ++i) r.push_back(vnni ? probe_int8(iters) : probe_int8_avx2(iters));
@@ -186,9 +229,9 @@ Peaks measure() {
   }
   std::fprintf(stderr,
                "machine peaks (1 thread, median of 5): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s, "
-               "int8 %s %.1f GOP/s, DRAM read %.1f GB/s\n",
-               p.fp32_gflops, p.bf16_gflops, vnni ? "VNNI" : "AVX2 maddubs", p.int8_gops,
-               p.dram_read_gbs);
+               "AMX bf16 %.1f GFLOP/s, int8 %s %.1f GOP/s, DRAM read %.1f GB/s\n",
+               p.fp32_gflops, p.bf16_gflops, p.amx_bf16_gflops, vnni ? "VNNI" : "AVX2 maddubs",
+               p.int8_gops, p.dram_read_gbs);
   return p;
 }
 

@@ -2,6 +2,7 @@
 // (the denominators of every "% of peak" figure in bench/):
 //   fp32_gflops    zmm (else ymm) FMA chains   (2 FLOP per lane per vfmadd)
 //   bf16_gflops    vdpbf16ps chains            (64 FLOP per instruction)
+//   amx_bf16_gflops  tdpbf16ps chains on 4 C tiles (16384 FLOP per instruction); 0 without AMX
 //   int8_gops      vpdpbusd chains (VNNI)      (128 OP per instruction: 64 MACs)
 //   dram_read_gbs  streaming zmm reads of a 1 GiB buffer, 2 MiB-aligned, MADV_HUGEPAGE
 // Each figure is the median of 5 runs on the calling thread (1 core), timed in thread CPU time
@@ -18,6 +19,7 @@ namespace laya::bench {
 struct Peaks {
   double fp32_gflops = 0;
   double bf16_gflops = 0;
+  double amx_bf16_gflops = 0;
   double int8_gops = 0;
   double dram_read_gbs = 0;
 };

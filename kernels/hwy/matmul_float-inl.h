@@ -70,6 +70,9 @@ constexpr int kMR = 4;
 #else
 constexpr int kMR = 6;  // 12 accumulators + 2 panel vectors + 1 broadcast of 16 registers
 #endif
+// bf16 panels hold a multiple of kBF16StepAlign pair rows (zero past k): on AVX3, 16, the k depth
+// (32 values) of one AMX tile, so the AMX kernel reads whole tiles of every panel.
+constexpr int64_t kBF16StepAlign = kNR == 32 ? 16 : 1;
 constexpr int64_t kBBlockBytes = 512 << 10;  // panel bytes of one k block per GEMM task (L2)
 constexpr int64_t kMCTiles = 16;             // row tiles per GEMM task
 
@@ -162,6 +165,7 @@ struct KernWide {
   using W = W_;
   using A = float;
   static constexpr int64_t kKStep = 1;
+  static constexpr int64_t kStepAlign = 1;
   static constexpr int64_t kKC = 768;
   static constexpr int64_t kARow = kKC;
 
@@ -259,6 +263,7 @@ struct KernBF16 {
   using W = uint32_t;
   using A = float;
   static constexpr int64_t kKStep = 2;
+  static constexpr int64_t kStepAlign = kBF16StepAlign;
   static constexpr int64_t kKC = 768;
   static constexpr int64_t kARow = kKC;
 
@@ -343,9 +348,21 @@ struct KernBF16Dp {
   using W = uint32_t;
   using A = uint32_t;
   static constexpr int64_t kKStep = 2;
+  static constexpr int64_t kStepAlign = kBF16StepAlign;
   static constexpr int64_t kKC = 1024;
   static constexpr int64_t kARow = kKC;  // kKC / 2 hi pair words, then kKC / 2 lo pair words
   static_assert(kNR == 32, "the AVX3 panel is two zmm");
+
+  // 16 floats -> their 16 bf16 hi and lo halves.
+  static LAYA_MMF_BF16_ATTR HWY_INLINE void split16(__m512 v, __m256i* hi, __m256i* lo) {
+    const __m256bh vh = _mm512_cvtneps_pbh(v);
+    const __m512 wide = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(vh)), 16));
+    __m512 rest = _mm512_sub_ps(v, wide);
+    rest = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(rest, rest, _CMP_ORD_Q), rest);  // inf - inf
+    *hi = reinterpret_cast<__m256i>(vh);
+    *lo = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(rest));
+  }
 
   // k floats -> ceil(k / 2) pair words of hi and of lo (odd k: the last high halves are zero).
   static LAYA_MMF_BF16_ATTR void split(const float* HWY_RESTRICT x, int64_t k,
@@ -356,15 +373,10 @@ struct KernBF16Dp {
       const int64_t r = std::min<int64_t>(16, k - i);
       const __mmask16 in = static_cast<__mmask16>((1u << r) - 1);
       const __mmask16 out = static_cast<__mmask16>((1u << (r + (r & 1))) - 1);
-      const __m512 v = _mm512_maskz_loadu_ps(in, x + i);
-      const __m256bh vh = _mm512_cvtneps_pbh(v);
-      const __m512 wide = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(vh)), 16));
-      __m512 rest = _mm512_sub_ps(v, wide);
-      rest = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(rest, rest, _CMP_ORD_Q), rest);  // inf - inf
-      const __m256bh vl = _mm512_cvtneps_pbh(rest);
-      _mm256_mask_storeu_epi16(h + i, out, reinterpret_cast<__m256i>(vh));
-      _mm256_mask_storeu_epi16(l + i, out, reinterpret_cast<__m256i>(vl));
+      __m256i vh, vl;
+      split16(_mm512_maskz_loadu_ps(in, x + i), &vh, &vl);
+      _mm256_mask_storeu_epi16(h + i, out, vh);
+      _mm256_mask_storeu_epi16(l + i, out, vl);
     }
   }
 
@@ -440,6 +452,180 @@ struct KernBF16Dp {
   }
 };
 #undef LAYA_MMF_BF16_ATTR
+
+#define LAYA_MMF_AMX_ATTR \
+  __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
+
+// bf16 weights on AMX (GEMM only; selected when the CPU has AMX-BF16 and the kernel granted the
+// tile state, see matmul_float.cpp; m == 1 stays on KernBF16Dp's GEMV). The same packed panels:
+// 16 pair rows x 32 columns of a panel are two B tiles (columns 0-15 and 16-31, row stride
+// 128 bytes). x is split into hi / lo bf16 halves as in KernBF16Dp and packed per 32-row block as
+// A tiles: for each 32-k step, [hi rows 0-15][hi rows 16-31][lo rows 0-15][lo rows 16-31], 16
+// pair words a row (4 KiB a step; rows past m and k past k are zero, like the panels' rows past
+// k). One 32 x 32 output block keeps its four C tiles (tmm0-3) over the whole k: per step two A
+// tiles (tmm4-5) and the two B tiles (tmm6-7) feed four tdpbf16ps for hi, then the lo A tiles
+// four more against the same B tiles.
+namespace amx {
+
+constexpr int64_t kMB = 32;                 // rows per block (two A tiles)
+constexpr int64_t kKB = 32;                 // k values per step (one tile row of bf16 pairs)
+constexpr int64_t kStepBytes = 4 * 1024;    // A bytes per block and step: 4 tiles of 16 x 64
+constexpr int64_t kAChunkBytes = 1 << 20;   // A bytes of the row blocks one task keeps in L2
+static_assert(kBF16StepAlign * 2 == kKB, "a panel's rows are padded to whole B tiles");
+
+inline uint64_t scratch_bytes(int64_t m, int64_t k) {
+  if (m <= 1 || k <= 0) return 0;
+  return static_cast<uint64_t>(div_up(m, kMB) * div_up(k, kKB) * kStepBytes) + 64;
+}
+
+// Rows [r0, r0 + rows) of x (rows <= kMB) -> one row block of A tiles over all of k.
+LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows,
+                                  int64_t k, uint8_t* HWY_RESTRICT dst) {
+  const int64_t steps = div_up(k, kKB);
+  for (int64_t r = 0; r < kMB; ++r) {
+    const int64_t half = r / 16, rr = r % 16;
+    for (int64_t q = 0; q < steps; ++q) {
+      uint8_t* hi = dst + q * kStepBytes + half * 1024 + rr * 64;
+      uint8_t* lo = hi + 2048;
+      __m256i h0 = _mm256_setzero_si256(), l0 = h0, h1 = h0, l1 = h0;
+      if (r < rows) {
+        const float* xr = x + r * ldx + q * kKB;
+        const int64_t left = k - q * kKB;
+        const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+        const __mmask16 m1 =
+            static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+        KernBF16Dp::split16(_mm512_maskz_loadu_ps(m0, xr), &h0, &l0);
+        KernBF16Dp::split16(_mm512_maskz_loadu_ps(m1, xr + 16), &h1, &l1);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi), h0);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + 32), h1);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo), l0);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + 32), l1);
+    }
+  }
+}
+
+// The palette-1 configuration: all eight tiles 16 rows x 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// One 32 x 32 block: a (packed row block), b (the panel's first row), `steps` 32-k steps; the
+// sums go to c [32][32] f32.
+LAYA_MMF_AMX_ATTR HWY_NOINLINE void block(const uint8_t* HWY_RESTRICT a,
+                                          const uint8_t* HWY_RESTRICT b, int64_t steps,
+                                          float* HWY_RESTRICT c) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t q = 0; q < steps; ++q) {
+    const uint8_t* aq = a + q * kStepBytes;
+    const uint8_t* bq = b + q * 16 * kNR * 4;
+    _tile_loadd(6, bq, kNR * 4);
+    _tile_loadd(7, bq + 64, kNR * 4);
+    _tile_loadd(4, aq, 64);
+    _tile_loadd(5, aq + 1024, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    _tile_loadd(4, aq + 2048, 64);
+    _tile_loadd(5, aq + 3072, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, kNR * 4);
+  _tile_stored(1, c + 16, kNR * 4);
+  _tile_stored(2, c + 16 * kNR, kNR * 4);
+  _tile_stored(3, c + 16 * kNR + 16, kNR * 4);
+}
+
+// y[r, j] = c[r, j] (+ bias[j]) for the block's first `rows` rows and `ncols` columns.
+void store_block(const float* HWY_RESTRICT c, int64_t rows, float* HWY_RESTRICT y, int64_t ldy,
+                 int64_t ncols, const float* HWY_RESTRICT bias) {
+  const D d;
+  for (int v = 0; v < kNV; ++v) {
+    const int64_t cols = std::min<int64_t>(kL, ncols - int64_t{v} * kL);
+    if (cols <= 0) break;
+    const V bv = bias == nullptr ? hn::Zero(d)
+                 : cols == kL    ? hn::LoadU(d, bias + v * kL)
+                                 : load_part(d, bias + v * kL, cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      const V out = hn::Add(hn::LoadU(d, c + r * kNR + v * kL), bv);
+      if (cols == kL) {
+        hn::StoreU(out, d, y + r * ldy + v * kL);
+      } else {
+        store_part(out, d, y + r * ldy + v * kL, cols);
+      }
+    }
+  }
+}
+
+LAYA_MMF_AMX_ATTR void load_config() {
+  static const TileConfig cfg;
+  _tile_loadconfig(&cfg);
+}
+
+LAYA_MMF_AMX_ATTR void release() {
+  _tile_release();
+}
+
+void gemm(const uint32_t* w, const float* x, int64_t ldx, float* y, int64_t ldy,
+          const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
+          const ThreadPool* pool) {
+  const int threads = pool_threads(pool);
+  const int64_t blocks = div_up(m, kMB), steps = div_up(k, kKB), panels = div_up(n, kNR);
+  const int64_t block_bytes = steps * kStepBytes;
+  const int64_t stride = div_up(div_up(k, 2), kBF16StepAlign) * kBF16StepAlign;  // panel rows
+  uint8_t* a = static_cast<uint8_t*>(scratch);
+  parallel_for(pool, blocks, div_up(blocks, threads), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      pack_block(x + t * kMB * ldx, ldx, std::min(kMB, m - t * kMB), k, a + t * block_bytes);
+  });
+
+  // Tasks: (row chunk, column chunk); a row chunk's A stays in L2 while its panels stream past.
+  int64_t mc = std::max<int64_t>(1, kAChunkBytes / block_bytes), nc = panels;
+  int64_t mchunks = div_up(blocks, mc), nchunks = div_up(panels, nc);
+  while (threads > 1 && mchunks * nchunks < 2 * threads) {
+    if (nc > 1) {
+      nc = div_up(nc, 2);
+    } else if (mc > 1) {
+      mc = div_up(mc, 2);
+    } else {
+      break;
+    }
+    mchunks = div_up(blocks, mc);
+    nchunks = div_up(panels, nc);
+  }
+  parallel_for(pool, mchunks * nchunks, 1, [&](int64_t b, int64_t e) {
+    load_config();
+    alignas(64) float c[kMB * kNR];
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t t0 = task / nchunks * mc, t1 = std::min(blocks, t0 + mc);
+      const int64_t p0 = task % nchunks * nc, p1 = std::min(panels, p0 + nc);
+      for (int64_t p = p0; p < p1; ++p) {
+        const uint8_t* panel = reinterpret_cast<const uint8_t*>(w + p * stride * kNR);
+        const int64_t ncols = std::min<int64_t>(kNR, n - p * kNR);
+        const float* bp = bias != nullptr ? bias + p * kNR : nullptr;
+        for (int64_t t = t0; t < t1; ++t) {
+          block(a + t * block_bytes, panel, steps, c);
+          store_block(c, std::min(kMB, m - t * kMB), y + t * kMB * ldy + p * kNR, ldy, ncols, bp);
+        }
+      }
+    }
+    release();
+  });
+}
+
+}  // namespace amx
+#undef LAYA_MMF_AMX_ATTR
 #else
 using KernBF16Dp = KernBF16;  // no AVX512-BF16 outside AVX3: the widening kernels
 #endif
@@ -451,20 +637,27 @@ int64_t panel_steps(int64_t k) {
   return div_up(k, K::kKStep);
 }
 
+// Packed rows per panel: panel_steps rounded up to K::kStepAlign (the rows past k are zero).
+template <class K>
+int64_t panel_stride(int64_t k) {
+  return div_up(panel_steps<K>(k), K::kStepAlign) * K::kStepAlign;
+}
+
 template <class K>
 uint64_t packed_bytes(int64_t n, int64_t k) {
   if (n <= 0 || k <= 0) return 0;
-  return static_cast<uint64_t>(div_up(n, kNR) * panel_steps<K>(k) * kNR) * sizeof(typename K::W);
+  return static_cast<uint64_t>(div_up(n, kNR) * panel_stride<K>(k) * kNR) * sizeof(typename K::W);
 }
 
 // w: the file layout, row-major [n, k] of the type (f32, IEEE half or bf16 bits).
 template <class K>
 void pack(const void* w, const float*, int64_t n, int64_t k, void* dst) {
   using W = typename K::W;
-  const int64_t steps = panel_steps<K>(k), panels = div_up(n, kNR);
+  const int64_t steps = panel_steps<K>(k), stride = panel_stride<K>(k), panels = div_up(n, kNR);
   W* out = static_cast<W*>(dst);
   for (int64_t p = 0; p < panels; ++p) {
-    W* panel = out + p * steps * kNR;
+    W* panel = out + p * stride * kNR;
+    for (int64_t s = steps * kNR; s < stride * kNR; ++s) panel[s] = 0;
     for (int64_t j = 0; j < kNR; ++j) {
       const int64_t row = p * kNR + j;
       if (row >= n) {
@@ -512,7 +705,7 @@ void gemm(const typename K::W* w, const float* x, int64_t ldx, float* y, int64_t
       make_tiles<K>(std::make_integer_sequence<int, kMR>());
   const int threads = pool_threads(pool);
   const int64_t tiles = div_up(m, kMR), kblocks = div_up(k, K::kKC), panels = div_up(n, kNR);
-  const int64_t steps_total = panel_steps<K>(k);
+  const int64_t steps_total = panel_stride<K>(k);
   const int64_t tile_elems = kblocks * kMR * K::kARow;  // x block elements of one row tile
   A* a = static_cast<A*>(scratch);
 
@@ -571,11 +764,11 @@ template <class K>
 void gemv(const typename K::W* w, const float* x, float* y, const float* bias, int64_t n, int64_t k,
           void* scratch, const ThreadPool* pool) {
   const typename K::A* xa = K::gemv_x(x, k, scratch);
-  const int64_t panels = div_up(n, kNR), steps = panel_steps<K>(k);
+  const int64_t panels = div_up(n, kNR), steps = panel_steps<K>(k), stride = panel_stride<K>(k);
   // One contiguous range of panels per worker: each streams its part of the weights once.
   parallel_for(pool, panels, div_up(panels, pool_threads(pool)), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
-      K::gemv_panel(xa, w + p * steps * kNR, steps, y + p * kNR,
+      K::gemv_panel(xa, w + p * stride * kNR, steps, y + p * kNR,
                     std::min<int64_t>(kNR, n - p * kNR),
                     bias != nullptr ? bias + p * kNR : nullptr);
     }
@@ -665,7 +858,7 @@ void F16Run(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, c
   run<KernF16>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
 
-// One packed layout and one scratch size serve both bf16 kernels (the filler picks the run).
+// One packed layout and one scratch size serve every bf16 kernel (the filler picks the run).
 uint64_t BF16PackedBytes(int64_t n, int64_t k) {
   return packed_bytes<KernBF16>(n, k);
 }
@@ -673,7 +866,13 @@ void BF16Pack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
   pack<KernBF16>(w, s, n, k, dst);
 }
 uint64_t BF16ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
-  return std::max(scratch_bytes<KernBF16>(m, n, k, t), scratch_bytes<KernBF16Dp>(m, n, k, t));
+  const uint64_t bytes =
+      std::max(scratch_bytes<KernBF16>(m, n, k, t), scratch_bytes<KernBF16Dp>(m, n, k, t));
+#if HWY_TARGET == HWY_AVX3
+  return std::max(bytes, amx::scratch_bytes(m, k));
+#else
+  return bytes;
+#endif
 }
 void BF16Run(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
              int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
@@ -694,6 +893,17 @@ void I8WRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, c
 }
 void BF16DpRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
                int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+  run<KernBF16Dp>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
+void BF16AmxRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy,
+                const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
+                const ThreadPool* pool) {
+#if HWY_TARGET == HWY_AVX3
+  if (m > 1 && n > 0 && k > 0) {
+    amx::gemm(static_cast<const uint32_t*>(p), x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+    return;
+  }
+#endif
   run<KernBF16Dp>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
 

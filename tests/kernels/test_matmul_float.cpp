@@ -12,13 +12,17 @@
 //   i8w  1e-9  int8 weights widen to f32 exactly; the f32 computation, then one f32 multiply by
 //              the row scale (as the reference). A kernel quantizing x to int8 per token (the i8
 //              kernel's a8w8) is off by ~1e-5.
-//   bf16 1e-8  x stays f32 (the reference: f32 x, exact bf16 weights, double sums). The FMA
-//              kernels widen the weights exactly, so only summation differs (f32-level, as f32).
-//              vdpbf16ps (AVX512-BF16) sees x as hi = bf16(x) plus lo = bf16(x - hi), x to ~2^-17
-//              relative (NMSE ~1e-11), and adds each pair with its own internal order and
-//              rounding, flushing denormals. A kernel that rounded x to bf16 (the format before
-//              docs/precision.md's fix), or dropped the lo half, is off by ~2^-9 per term: NMSE
-//              ~1e-6, which fails.
+//   bf16 1e-10 of a different measure: sum (y - ref)^2 / sum (|bias| + sum_k |x w|)^2, the error
+//              against the size of the terms rather than of the result, since an output that
+//              cancels to near zero keeps the terms' error. x stays f32 (the reference: f32 x,
+//              exact bf16 weights, double sums). The FMA kernels widen the weights exactly, so
+//              only summation differs (f32-level). vdpbf16ps (AVX512-BF16) and AMX (tdpbf16ps)
+//              see x as hi = bf16(x) plus lo = bf16(x - hi), x to ~2^-17 relative: at most
+//              2^-34 = 5.8e-11 for one term (k = 1), ~1e-11 / k on wide sums, each summed in
+//              the instruction's own order and rounding, denormals flushed. (Plain NMSE failed
+//              at 1.5e-8 on one cancelling 31-term output on a Xeon with AVX512-BF16.) A kernel
+//              that dropped the lo half is off by ~2^-10 per term: >= ~1e-6 / k (8e-10 at the
+//              largest k here, 2101), and one that rounded x to bf16 fails the exact test below.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -29,9 +33,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/hwy/matmul_float.h"
 #include "kernels/kernels.h"
-#include "tests/kernels/test_util.h"
 #include "kernels/quant.h"
+#include "tests/kernels/test_util.h"
 
 using namespace laya::kernels;
 
@@ -48,8 +53,29 @@ constexpr WType kFloatTypes[] = {
 #undef LAYA_FAMILY_float
 #undef LAYA_FAMILY_int
 
+// One table per variant under test: every Highway target, plus AVX3 without AMX where the CPU has
+// it (the bf16 GEMMs then run on vdpbf16ps, as on a CPU without AMX).
+struct Variant {
+  std::string name;
+  KernelTable table;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (const int64_t target : kernel_hwy_targets()) {
+    v.push_back({kernel_target_name(target), kernel_table_hwy(target)});
+    if (std::string(kernel_target_name(target)) == "AVX3" && hwy_matmul_float::amx_bf16_usable()) {
+      KernelTable t = kernel_table_hwy(target);
+      hwy_matmul_float::fill(t, target, /*allow_amx=*/false);
+      t.isa = "AVX3 (no AMX)";
+      v.push_back({"AVX3 (no AMX)", t});
+    }
+  }
+  return v;
+}
+
 double tolerance(WType t) {
-  return t == WType::kBF16 ? 1e-8 : 1e-9;
+  return t == WType::kBF16 ? 1e-10 : 1e-9;
 }
 
 struct FreeDeleter {
@@ -99,6 +125,29 @@ std::vector<uint8_t> make_weights(WType t, int64_t n, int64_t k, std::mt19937& r
     }
   }
   return w;
+}
+
+// sum (y - ref)^2 / sum (|bias| + sum_k |x w|)^2 for bf16 weights w [n, k].
+double bf16_error(const std::vector<float>& y, const std::vector<float>& ref,
+                  const std::vector<float>& x, int64_t ldx, const std::vector<uint8_t>& w,
+                  const float* bias, int64_t m, int64_t n, int64_t k, int64_t ldy) {
+  double err = 0, norm = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      double terms = bias != nullptr ? std::fabs(bias[j]) : 0.0;
+      for (int64_t i = 0; i < k; ++i) {
+        uint16_t h;
+        std::memcpy(&h, w.data() + 2 * (j * k + i), 2);
+        terms += std::fabs(static_cast<double>(x[static_cast<size_t>(r * ldx + i)]) *
+                           static_cast<double>(bf16_to_f32(h)));
+      }
+      const double d = static_cast<double>(y[static_cast<size_t>(r * ldy + j)]) -
+                       static_cast<double>(ref[static_cast<size_t>(r * ldy + j)]);
+      err += d * d;
+      norm += terms * terms;
+    }
+  }
+  return norm > 0 ? err / norm : err;
 }
 
 double nmse(const std::vector<float>& y, const std::vector<float>& ref, int64_t m, int64_t n,
@@ -174,7 +223,8 @@ void check_case(const KernelTable& table, WType type, const Case& c, std::mt1993
   std::vector<float> y(ref.size(), kPad);
   Runner rh(table.matmul[static_cast<int>(type)], w, c.n, c.k, scales);
   rh.run(x, c.ldx, y, c.ldy, b, c.m, c.n, c.k, nullptr);
-  const double e = nmse(y, ref, c.m, c.n, c.ldy);
+  const double e = type == WType::kBF16 ? bf16_error(y, ref, x, c.ldx, w, b, c.m, c.n, c.k, c.ldy)
+                                        : nmse(y, ref, c.m, c.n, c.ldy);
   CAPTURE(e);
   CHECK(e <= tolerance(type));
   bool pad_ok = true;
@@ -196,9 +246,9 @@ TEST_CASE("matmul float: every target and type matches the reference on odd and 
   const int64_t ms[] = {1, 2, 3, 13, 17, 31, 33, 65, 100};
   const int64_t ns[] = {1, 3, 17, 31, 33, 65, 100};
   const int64_t ks[] = {1, 2, 3, 17, 31, 33, 65, 100};
-  for (const int64_t target : kernel_hwy_targets()) {
-    const KernelTable table = kernel_table_hwy(target);
-    MESSAGE("target " << std::string(table.isa));
+  for (const Variant& variant : variants()) {
+    const KernelTable& table = variant.table;
+    MESSAGE("target " << variant.name);
     for (const WType type : kFloatTypes) {
       std::mt19937 rng(1234);
       int i = 0;
@@ -229,8 +279,9 @@ TEST_CASE("matmul float: blocked shapes (several k blocks, column and row chunks
   for (const int threads : {2, 3}) {
     const laya::test::TestPool workers(threads);
     const ThreadPool& pool = workers.pool;
-    for (const int64_t target : kernel_hwy_targets()) {
-      const KernelTable table = kernel_table_hwy(target);
+    for (const Variant& variant : variants()) {
+      const KernelTable& table = variant.table;
+      CAPTURE(variant.name);
       for (const WType type : kFloatTypes) {
         std::mt19937 rng(99);
         for (const Case& c : cases) check_case(table, type, c, rng, &pool);
@@ -240,10 +291,10 @@ TEST_CASE("matmul float: blocked shapes (several k blocks, column and row chunks
 }
 
 TEST_CASE("matmul float: packing happens once; run never writes the packed weights") {
-  for (const int64_t target : kernel_hwy_targets()) {
-    const KernelTable table = kernel_table_hwy(target);
+  for (const Variant& variant : variants()) {
+    const KernelTable& table = variant.table;
     for (const WType type : kFloatTypes) {
-      CAPTURE(table.isa);
+      CAPTURE(variant.name);
       CAPTURE(wtype_name(type));
       for (const int64_t m : {int64_t{1}, int64_t{29}}) {
         const int64_t n = 70, k = 301;
@@ -280,9 +331,8 @@ TEST_CASE("matmul float: bf16 keeps x in f32 (no bf16 rounding of activations)")
                                 -(1.0f + 0x1p-7f + 0x1p-8f)};
   const float expect = 4.0f + 0x1p-8f + 0x1p-9f + 0x1p-9f + 0x1p-7f - 0x1p-7f - 0x1p-8f;
   std::vector<const KernelTable*> tables = {&kernel_table_ref()};
-  std::vector<KernelTable> hwy;
-  for (const int64_t target : kernel_hwy_targets()) hwy.push_back(kernel_table_hwy(target));
-  for (const KernelTable& t : hwy) tables.push_back(&t);
+  const std::vector<Variant> hwy = variants();
+  for (const Variant& v : hwy) tables.push_back(&v.table);
   for (const KernelTable* table : tables) {
     CAPTURE(table->isa);
     for (const int64_t m : {int64_t{1}, int64_t{2}}) {
