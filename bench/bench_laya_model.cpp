@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -98,11 +99,20 @@ double process_cpu_ms() {
 struct OpTimes {
   const ir::Graph* g = nullptr;
   double ms[static_cast<size_t>(ir::Op::kCount)] = {};
+  std::map<std::string, double> matmul_ms;  // per weight shape "n x k"
 };
 
 void on_node(void* user, ir::NodeId node, double ms, bool) {
   auto* t = static_cast<OpTimes*>(user);
-  t->ms[static_cast<size_t>(t->g->nodes[node].op)] += ms;
+  const ir::Node& n = t->g->nodes[node];
+  t->ms[static_cast<size_t>(n.op)] += ms;
+  if (n.op == ir::Op::kMatMul && n.inputs.size() > 1) {
+    std::string shape;
+    const ir::Shape& ws = t->g->values[n.inputs[1]].shape;
+    for (int32_t i = 0; i < ws.rank; ++i)
+      shape += (shape.empty() ? "" : " x ") + std::to_string(ws.dims[i].c);
+    t->matmul_ms[shape] += ms;
+  }
 }
 
 int usage() {
@@ -225,11 +235,15 @@ int main(int argc, char** argv) {
         if (!sess.execute(in, out, &sink).is_ok()) return 1;
         double total = 0;
         for (double v : times.ms) total += v;
-        std::fprintf(stderr, "profile %s, %d tokens, %d threads:", label.c_str(), t, th);
+        std::fprintf(stderr, "profile %s, %d tokens, %d threads, %.1f ms:", label.c_str(), t, th,
+                     total);
         for (size_t op = 0; op < static_cast<size_t>(ir::Op::kCount); ++op)
           if (times.ms[op] > 0.005 * total)
             std::fprintf(stderr, " %s %.1f%%", ir::op_name(static_cast<ir::Op>(op)),
                          100 * times.ms[op] / total);
+        std::fprintf(stderr, "\n  matmul ms per weight shape:");
+        for (const auto& [shape, v] : times.matmul_ms)
+          if (v > 0.005 * total) std::fprintf(stderr, " [%s] %.1f", shape.c_str(), v);
         std::fprintf(stderr, "\n");
       }
       std::vector<double> sorted = ms;

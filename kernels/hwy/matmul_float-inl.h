@@ -453,8 +453,7 @@ struct KernBF16Dp {
 };
 #undef LAYA_MMF_BF16_ATTR
 
-#define LAYA_MMF_AMX_ATTR \
-  __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
+#define LAYA_MMF_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
 
 // bf16 weights on AMX (GEMM only; selected when the CPU has AMX-BF16 and the kernel granted the
 // tile state, see matmul_float.cpp; m == 1 stays on KernBF16Dp's GEMV). The same packed panels:
@@ -467,10 +466,10 @@ struct KernBF16Dp {
 // four more against the same B tiles.
 namespace amx {
 
-constexpr int64_t kMB = 32;                 // rows per block (two A tiles)
-constexpr int64_t kKB = 32;                 // k values per step (one tile row of bf16 pairs)
-constexpr int64_t kStepBytes = 4 * 1024;    // A bytes per block and step: 4 tiles of 16 x 64
-constexpr int64_t kAChunkBytes = 1 << 20;   // A bytes of the row blocks one task keeps in L2
+constexpr int64_t kMB = 32;                // rows per block (two A tiles)
+constexpr int64_t kKB = 32;                // k values per step (one tile row of bf16 pairs)
+constexpr int64_t kStepBytes = 4 * 1024;   // A bytes per block and step: 4 tiles of 16 x 64
+constexpr int64_t kAChunkBytes = 1 << 20;  // A bytes of the row blocks one task keeps in L2
 static_assert(kBF16StepAlign * 2 == kKB, "a panel's rows are padded to whole B tiles");
 
 inline uint64_t scratch_bytes(int64_t m, int64_t k) {
@@ -479,8 +478,8 @@ inline uint64_t scratch_bytes(int64_t m, int64_t k) {
 }
 
 // Rows [r0, r0 + rows) of x (rows <= kMB) -> one row block of A tiles over all of k.
-LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows,
-                                  int64_t k, uint8_t* HWY_RESTRICT dst) {
+LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t k,
+                                  uint8_t* HWY_RESTRICT dst) {
   const int64_t steps = div_up(k, kKB);
   for (int64_t r = 0; r < kMB; ++r) {
     const int64_t half = r / 16, rr = r % 16;
@@ -492,8 +491,9 @@ LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int6
         const float* xr = x + r * ldx + q * kKB;
         const int64_t left = k - q * kKB;
         const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-        const __mmask16 m1 =
-            static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+        const __mmask16 m1 = static_cast<__mmask16>(left >= 32   ? 0xffff
+                                                    : left <= 16 ? 0
+                                                                 : (1u << (left - 16)) - 1);
         KernBF16Dp::split16(_mm512_maskz_loadu_ps(m0, xr), &h0, &l0);
         KernBF16Dp::split16(_mm512_maskz_loadu_ps(m1, xr + 16), &h1, &l1);
       }
@@ -515,10 +515,13 @@ struct alignas(64) TileConfig {
 };
 
 // One 32 x 32 block: a (packed row block), b (the panel's first row), `steps` 32-k steps; the
-// sums go to c [32][32] f32.
+// sums go to c [32][32] f32. Each step also prefetches `pf_lines` cache lines from pf on (into
+// L2; pf nullable): the caller spreads the next panel over its blocks, so that panel's first
+// block does not wait on DRAM.
 LAYA_MMF_AMX_ATTR HWY_NOINLINE void block(const uint8_t* HWY_RESTRICT a,
                                           const uint8_t* HWY_RESTRICT b, int64_t steps,
-                                          float* HWY_RESTRICT c) {
+                                          float* HWY_RESTRICT c, const uint8_t* pf,
+                                          int64_t pf_lines) {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
@@ -526,6 +529,10 @@ LAYA_MMF_AMX_ATTR HWY_NOINLINE void block(const uint8_t* HWY_RESTRICT a,
   for (int64_t q = 0; q < steps; ++q) {
     const uint8_t* aq = a + q * kStepBytes;
     const uint8_t* bq = b + q * 16 * kNR * 4;
+    if (pf != nullptr) {
+      for (int64_t i = 0; i < pf_lines; ++i)
+        _mm_prefetch(reinterpret_cast<const char*>(pf + (q * pf_lines + i) * 64), _MM_HINT_T1);
+    }
     _tile_loadd(6, bq, kNR * 4);
     _tile_loadd(7, bq + 64, kNR * 4);
     _tile_loadd(4, aq, 64);
@@ -577,9 +584,8 @@ LAYA_MMF_AMX_ATTR void release() {
   _tile_release();
 }
 
-void gemm(const uint32_t* w, const float* x, int64_t ldx, float* y, int64_t ldy,
-          const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
-          const ThreadPool* pool) {
+void gemm(const uint32_t* w, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+          int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
   const int threads = pool_threads(pool);
   const int64_t blocks = div_up(m, kMB), steps = div_up(k, kKB), panels = div_up(n, kNR);
   const int64_t block_bytes = steps * kStepBytes;
@@ -610,12 +616,20 @@ void gemm(const uint32_t* w, const float* x, int64_t ldx, float* y, int64_t ldy,
     for (int64_t task = b; task < e; ++task) {
       const int64_t t0 = task / nchunks * mc, t1 = std::min(blocks, t0 + mc);
       const int64_t p0 = task % nchunks * nc, p1 = std::min(panels, p0 + nc);
+      // The next panel's lines, spread over this panel's blocks and their steps.
+      const int64_t panel_lines = stride * kNR * 4 / 64;
+      const int64_t pf_lines = div_up(panel_lines, (t1 - t0) * steps);
       for (int64_t p = p0; p < p1; ++p) {
         const uint8_t* panel = reinterpret_cast<const uint8_t*>(w + p * stride * kNR);
         const int64_t ncols = std::min<int64_t>(kNR, n - p * kNR);
         const float* bp = bias != nullptr ? bias + p * kNR : nullptr;
         for (int64_t t = t0; t < t1; ++t) {
-          block(a + t * block_bytes, panel, steps, c);
+          // Lines past the next panel's end are not prefetched (the last panel: none).
+          const int64_t first = (t - t0) * steps * pf_lines;
+          const bool pf_on = p + 1 < p1 && first < panel_lines;
+          const int64_t lines = pf_on ? std::min(pf_lines, div_up(panel_lines - first, steps)) : 0;
+          block(a + t * block_bytes, panel, steps, c,
+                pf_on ? panel + panel_lines * 64 + first * 64 : nullptr, lines);
           store_block(c, std::min(kMB, m - t * kMB), y + t * kMB * ldy + p * kNR, ldy, ncols, bp);
         }
       }
