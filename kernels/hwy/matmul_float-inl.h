@@ -480,20 +480,22 @@ inline uint64_t scratch_bytes(int64_t m, int64_t k) {
 // Rows [r0, r0 + rows) of x (rows <= kMB) -> one row block of A tiles over all of k.
 LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t k,
                                   uint8_t* HWY_RESTRICT dst) {
+  // Step by step, so the stores fill each 4 KiB step front to back (row-major order measured
+  // ~10% of the GEMM: every store a line 4 KiB from the last).
   const int64_t steps = div_up(k, kKB);
-  for (int64_t r = 0; r < kMB; ++r) {
-    const int64_t half = r / 16, rr = r % 16;
-    for (int64_t q = 0; q < steps; ++q) {
-      uint8_t* hi = dst + q * kStepBytes + half * 1024 + rr * 64;
+  for (int64_t q = 0; q < steps; ++q) {
+    const int64_t left = k - q * kKB;
+    const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(left >= 32   ? 0xffff
+                                                : left <= 16 ? 0
+                                                             : (1u << (left - 16)) - 1);
+    uint8_t* step = dst + q * kStepBytes;
+    for (int64_t r = 0; r < kMB; ++r) {
+      uint8_t* hi = step + r / 16 * 1024 + r % 16 * 64;
       uint8_t* lo = hi + 2048;
       __m256i h0 = _mm256_setzero_si256(), l0 = h0, h1 = h0, l1 = h0;
       if (r < rows) {
         const float* xr = x + r * ldx + q * kKB;
-        const int64_t left = k - q * kKB;
-        const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-        const __mmask16 m1 = static_cast<__mmask16>(left >= 32   ? 0xffff
-                                                    : left <= 16 ? 0
-                                                                 : (1u << (left - 16)) - 1);
         KernBF16Dp::split16(_mm512_maskz_loadu_ps(m0, xr), &h0, &l0);
         KernBF16Dp::split16(_mm512_maskz_loadu_ps(m1, xr + 16), &h1, &l1);
       }
