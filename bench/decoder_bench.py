@@ -14,16 +14,21 @@ processing is prompt tokens / prefill time (the first execute in the process on 
 decode is new tokens after the first / their time. The prompt is the same ids on both sides
 (llama.cpp's tokenization of a fixed text, cut to --prompt-tokens). --kv-types runs ours once per
 KV cache type (`laya-run generate --kv-type`, one row each; llama.cpp keeps its default f16 K / V),
-interleaved with the other engine in every repetition; --no-llamacpp leaves llama.cpp out. The
-machine may be shared: quote the CPU and say so.
+interleaved with the other engine in every repetition; --no-llamacpp leaves llama.cpp out.
+llama.cpp runs its generic CPU path (reftools.llama_cpp_generic_path: its AMX path dies on our
+Xeons with AMX). The machine may be shared: quote the CPU and say so.
 """
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "reference"))
+import reftools  # noqa: E402
 
 TEXT = ("The maintenance log of the cooling system records every alarm, the time it was raised, "
         "the sensor that raised it and the action the operator took. ") * 80
@@ -51,6 +56,8 @@ def ours(laya_run, gguf, ids, new, threads, kv_type):
 def llamacpp(gguf, ids, new, threads):
     import llama_cpp
     import numpy as np
+
+    reftools.llama_cpp_generic_path()  # llama.cpp's generic CPU path (its AMX path dies on our Xeons)
 
     ctx = max(512, (len(ids) + new + 511) // 512 * 512)
     llm = llama_cpp.Llama(model_path=gguf, n_ctx=ctx, n_batch=ctx, n_ubatch=ctx,

@@ -384,10 +384,34 @@ SMOLLM2_PROMPTS = [
 ]
 
 
+def llama_cpp_generic_path():
+    """Makes every llama_cpp.Llama created from now on use llama.cpp's generic CPU path: the
+    model parameter `use_extra_bufts` off (no repacked weights, no AMX tiles). On our Xeons with
+    AMX, llama.cpp's AMX path dies on its first tile instruction (SIGILL: it never asks the kernel
+    for the tile state, arch_prctl(ARCH_REQ_XCOMP_PERM)); llama-cpp-python has no argument for the
+    parameter, so its default-params function is wrapped. Idempotent."""
+    import llama_cpp.llama_cpp as api
+
+    if getattr(api.llama_model_default_params, "_laya_generic", False):
+        return
+    base = api.llama_model_default_params
+
+    def generic():
+        p = base()
+        p.use_extra_bufts = False
+        return p
+
+    generic._laya_generic = True
+    api.llama_model_default_params = generic
+
+
 def llama_cpp_model(path, n_ctx=256, threads=1, **kw):
     """llama-cpp-python's Llama on a GGUF as the reference scripts run it: logits for every
-    position, one batch of up to n_ctx tokens, `threads` threads, seed 0, quiet."""
+    position, one batch of up to n_ctx tokens, `threads` threads, seed 0, quiet, generic CPU
+    path (llama_cpp_generic_path)."""
     import llama_cpp
+
+    llama_cpp_generic_path()
 
     return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx,
                            n_threads=threads, n_threads_batch=threads, logits_all=True,
