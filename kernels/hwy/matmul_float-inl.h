@@ -12,20 +12,21 @@
 //                                              consumes (odd k: padded with a zero)
 //   i8w   int8      [panels][k][kNR], then (64-byte aligned) f32 scales [panels * kNR] (0 past n)
 // GEMV (m == 1, decode): each worker streams a contiguous range of panels once, front to back.
-// GEMM (m > 1): x is copied (f32 / f16 / bf16 weights; split into bf16 halves on AVX512-BF16)
-// into scratch as blocks of kMR rows x kKC k-values with a fixed row stride; a kMR x kNR register tile (AVX3: 12 x 32 = 24 zmm
+// GEMM (m > 1): x is copied into scratch as blocks of kMR rows x kKC k-values with a fixed row
+// stride; a kMR x kNR register tile (AVX3: 12 x 32 = 24 zmm
 // accumulators) runs over one k block of one panel. Tasks are (row chunk, column chunk) pairs: for
 // every k block, each row tile's x block is reused across the chunk's panels, whose k blocks
-// (kBBlockBytes) stay in L2 across the row tiles. Long k blocks (768; 1024 for vdpbf16ps, measured
-// best on Zen 4) keep each panel stream long for the prefetchers.
-// Scratch: GEMM ceil(m / kMR) * kMR rows x k rounded up to kKC, 4 bytes per value (x copied, or
-// its two bf16 halves on AVX512-BF16), independent of the worker count; GEMV one x row.
+// (kBBlockBytes) stay in L2 across the row tiles. Long k blocks (768) keep each panel stream long
+// for the prefetchers. bf16 GEMMs on AMX have their own driver (namespace amx below).
+// Scratch: GEMM ceil(m / kMR) * kMR rows x k rounded up to kKC, 4 bytes per value (x copied),
+// independent of the worker count (AMX: its packed x, amx::scratch_bytes); GEMV one x row (on
+// AVX512-BF16 its two bf16 halves).
 //
 // bf16: activations stay f32 (docs/precision.md: rounding x to bf16 is what cost decisions, not
-// the bf16 weights). Every target but AVX512-BF16 widens the weights to f32 exactly (a bf16 is the
-// high half of an f32) and runs f32 FMA against f32 x, as the reference does. On AVX3 with
-// AVX512-BF16 (checked by the filler at table build) x is fed as two bf16 halves, hi = bf16(x) and
-// lo = bf16(x - hi) (x to about 16 significant bits), through two vdpbf16ps passes.
+// the bf16 weights). GEMMs widen the weights to f32 exactly (a bf16 is the high half of an f32)
+// and run f32 FMA against f32 x, as the reference does, except on AMX (checked by the filler),
+// where x is fed as two bf16 halves, hi = bf16(x) and lo = bf16(x - hi) (x to about 16 significant
+// bits), through two tdpbf16ps passes. GEMVs do the same through vdpbf16ps on AVX512-BF16.
 
 #if defined(LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LAYA_KERNELS_HWY_MATMUL_FLOAT_INL_H_
@@ -340,17 +341,17 @@ struct KernBF16 {
 #if HWY_TARGET == HWY_AVX3
 #define LAYA_MMF_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
 
-// bf16 weights on AVX512-BF16 (only selected when the CPU has it; it has not run on the Zen 3
-// development machine, see docs/kernels.md): x split into hi = bf16(x) and lo = bf16(x - hi)
-// (vcvtneps2bf16, nearest even; x - hi is exact in f32), stored as bf16 pair words, hi pairs then
-// lo pairs; each step runs vdpbf16ps for both halves against the same 2 panel vectors.
+// bf16 GEMV on AVX512-BF16 (only selected when the CPU has it): x split into hi = bf16(x) and
+// lo = bf16(x - hi) (vcvtneps2bf16, nearest even; x - hi is exact in f32), stored as bf16 pair
+// words, hi pairs then lo pairs; each step runs vdpbf16ps for both halves against the same 2 panel
+// vectors. GEMV only: GEMMs take AMX, or else KernBF16's f32 FMA, since two vdpbf16ps per pair
+// run at half the FMA rate where vdpbf16ps has the FMA's throughput (Zen 4) and at a quarter where
+// it has half (Sapphire Rapids: 43 against 175 GFLOP/s measured, docs/kernels.md).
 struct KernBF16Dp {
   using W = uint32_t;
   using A = uint32_t;
   static constexpr int64_t kKStep = 2;
   static constexpr int64_t kStepAlign = kBF16StepAlign;
-  static constexpr int64_t kKC = 1024;
-  static constexpr int64_t kARow = kKC;  // kKC / 2 hi pair words, then kKC / 2 lo pair words
   static_assert(kNR == 32, "the AVX3 panel is two zmm");
 
   // 16 floats -> their 16 bf16 hi and lo halves.
@@ -378,49 +379,6 @@ struct KernBF16Dp {
       _mm256_mask_storeu_epi16(h + i, out, vh);
       _mm256_mask_storeu_epi16(l + i, out, vl);
     }
-  }
-
-  static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, A* dst) {
-    for (int64_t r = 0; r < rows; ++r) {
-      A* row = dst + r * kARow;
-      split(x + r * ldx, kc, row, row + kKC / 2);
-    }
-  }
-
-  template <int MR>
-  static LAYA_MMF_BF16_ATTR HWY_NOINLINE void tile(const A* HWY_RESTRICT a, const W* HWY_RESTRICT b,
-                                                   int64_t steps, float* HWY_RESTRICT c,
-                                                   int64_t ldc, int64_t ncols,
-                                                   const float* HWY_RESTRICT bias,
-                                                   bool accumulate) {
-    __m512 acc[MR][kNV];
-    HWY_UNROLL(16)
-    for (int i = 0; i < MR; ++i) {
-      acc[i][0] = _mm512_setzero_ps();
-      acc[i][1] = _mm512_setzero_ps();
-    }
-    for (int64_t s = 0; s < steps; ++s) {
-      const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + s * kNR));
-      const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + s * kNR + 16));
-      HWY_UNROLL(16)
-      for (int i = 0; i < MR; ++i) {
-        const A* ar = a + i * kARow + s;
-        const __m512bh ah = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ar[0])));
-        const __m512bh al =
-            reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ar[kKC / 2])));
-        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ah, b0);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ah, b1);
-        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], al, b0);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], al, b1);
-      }
-    }
-    V out[MR][kNV];
-    HWY_UNROLL(16)
-    for (int i = 0; i < MR; ++i) {
-      out[i][0] = V{acc[i][0]};
-      out[i][1] = V{acc[i][1]};
-    }
-    store_tile<MR>(out, c, ldc, ncols, bias, accumulate);
   }
 
   // x as hi pair words, then lo pair words from word ceil(k / 2) (scratch: 4 * (k + 1) bytes).
@@ -882,8 +840,7 @@ void BF16Pack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
   pack<KernBF16>(w, s, n, k, dst);
 }
 uint64_t BF16ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
-  const uint64_t bytes =
-      std::max(scratch_bytes<KernBF16>(m, n, k, t), scratch_bytes<KernBF16Dp>(m, n, k, t));
+  const uint64_t bytes = scratch_bytes<KernBF16>(m, n, k, t);  // GEMV: as KernBF16Dp's
 #if HWY_TARGET == HWY_AVX3
   return std::max(bytes, amx::scratch_bytes(m, k));
 #else
@@ -907,9 +864,14 @@ void I8WRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, c
             int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
   i8w_run(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
+// AVX512-BF16 without AMX: GEMV on vdpbf16ps, GEMM on KernBF16's f32 FMA (see KernBF16Dp).
 void BF16DpRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
                int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
-  run<KernBF16Dp>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+  if (m == 1 && n > 0 && k > 0) {
+    gemv<KernBF16Dp>(static_cast<const uint32_t*>(p), x, y, bias, n, k, scratch, pool);
+    return;
+  }
+  run<KernBF16>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
 void BF16AmxRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy,
                 const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
@@ -920,7 +882,7 @@ void BF16AmxRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ld
     return;
   }
 #endif
-  run<KernBF16Dp>(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+  BF16DpRun(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
 
 }  // namespace HWY_NAMESPACE

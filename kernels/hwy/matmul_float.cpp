@@ -70,8 +70,8 @@ void fill(KernelTable& t, int64_t target, bool allow_amx) {
   f16.scratch_bytes = LAYA_HWY_PICK(F16ScratchBytes, target);
   f16.run = LAYA_HWY_PICK(F16Run, target);
 
-  // vdpbf16ps only inside the AVX3 target and only when this CPU has AVX512-BF16; AMX GEMMs
-  // (GEMV stays on vdpbf16ps) when the CPU has AMX-BF16 and the tile state was granted.
+  // bf16 GEMVs on vdpbf16ps only inside the AVX3 target and only when this CPU has AVX512-BF16
+  // (GEMMs then on f32 FMA); GEMMs on AMX when the CPU has AMX-BF16 and the tile state was granted.
   __builtin_cpu_init();
   const bool dp = target == HWY_AVX3 && __builtin_cpu_supports("avx512bf16");
   const bool amx = dp && allow_amx && amx_bf16_usable();

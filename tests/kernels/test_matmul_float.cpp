@@ -267,9 +267,10 @@ TEST_CASE("matmul float: every target and type matches the reference on odd and 
 }
 
 TEST_CASE("matmul float: blocked shapes (several k blocks, column and row chunks), threaded") {
-  // k of 1030 and 2101 crosses 2-3 k blocks of every kernel (768, or 1024 on vdpbf16ps; an odd
-  // last block for bf16); n > 160 several column chunks; m > 192 several row chunks; 2 and 3
-  // workers split rows, columns and GEMV panels differently.
+  // k of 1030 and 2101 crosses 2-3 k blocks of every FMA kernel (768; an odd last block for
+  // bf16) and 33-66 AMX tile steps with a partial last one; n > 160 several column chunks; m > 192
+  // several row chunks (AMX: several 32-row blocks and row chunks); 2 and 3 workers split rows,
+  // columns and GEMV panels differently.
   const Case cases[] = {
       {1, 1000, 777, 777, 1000, true},  {1, 37, 1100, 1103, 37, false},
       {2, 300, 600, 600, 300, true},    {40, 300, 1030, 1031, 305, false},
