@@ -1,8 +1,9 @@
 // Float-weight matmul kernels (f32, f16, bf16) on the best Highway target, 1 thread (pool null;
 // the "threads" argument 2 runs on the CPU backend's pool, hal::cpu::ArenaPool):
-//  - GEMM (m > 1) and cache-resident GEMV (m = 1): GFLOP/s and % of the fp32 FMA peak (f32, f16:
-//    the products run on f32 FMAs) or of the vdpbf16ps peak (bf16), or of the tdpbf16ps peak
-//    (bf16 GEMMs on AMX; bf16_no_amx runs the vdpbf16ps kernels on the same CPU). 256 x 1024 x
+//  - GEMM (m > 1) and cache-resident GEMV (m = 1): GFLOP/s and % of the fp32 FMA peak (f32, f16,
+//    bf16 GEMMs without AMX: the products run on f32 FMAs), of the vdpbf16ps peak (bf16 GEMV on
+//    AVX512-BF16) or of the tdpbf16ps peak (bf16 GEMMs on AMX; bf16_no_amx runs the same shapes
+//    on the kernels a CPU without AMX takes). 256 x 1024 x
 //    5248 and 256 x 2624 x 1024 are ModernBERT-large's MLP at 256 tokens.
 //    With 2 threads the % is of twice the 1-core peak.
 //  - GEMV from DRAM: 4 weight matrices of 64 MiB each (256 MiB > the 32 MiB L3), cycled, 2 MiB
@@ -104,10 +105,13 @@ HugeBuffer packed_weights(const MatmulKernel& kern, WType type, int64_t n, int64
 }
 
 // bf16 GEMMs on AMX: % of the tdpbf16ps peak (the kernel runs two passes, x's hi and lo halves,
-// so 50% is its ceiling); vdpbf16ps: of that peak; everything else of the fp32 FMA peak.
-double peak_for(WType type, bool amx_run) {
-  if (type != WType::kBF16) return laya::bench::peaks().fp32_gflops;
-  return amx_run ? laya::bench::peaks().amx_bf16_gflops : laya::bench::peaks().bf16_gflops;
+// so 50% is its ceiling); bf16 GEMVs on AVX512-BF16: of the vdpbf16ps peak (two passes too);
+// everything else (bf16 GEMMs without AMX included) of the fp32 FMA peak.
+double peak_for(WType type, bool amx_run, bool gemv) {
+  const laya::bench::Peaks& p = laya::bench::peaks();
+  if (type != WType::kBF16) return p.fp32_gflops;
+  if (amx_run) return p.amx_bf16_gflops;
+  return gemv && p.bf16_gflops > 0 ? p.bf16_gflops : p.fp32_gflops;
 }
 
 // y[m, n] = x[m, k] . W^T, weights cache-resident after the first iteration (GEMM or GEMV).
@@ -131,7 +135,7 @@ void BM_matmul(benchmark::State& state, WType type, bool allow_amx) {
   // % of `threads` x the 1-core peak.
   const bool amx_run = allow_amx && amx() && type == WType::kBF16 && m > 1;
   laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k),
-                            peak_for(type, amx_run) * threads);
+                            peak_for(type, amx_run, m == 1) * threads);
   state.SetLabel(amx_run ? "AVX3 + AMX" : tab.isa);
 }
 
