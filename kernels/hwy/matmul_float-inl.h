@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -430,11 +431,6 @@ constexpr int64_t kStepBytes = 4 * 1024;   // A bytes per block and step: 4 tile
 constexpr int64_t kAChunkBytes = 1 << 20;  // A bytes of the row blocks one task keeps in L2
 static_assert(kBF16StepAlign * 2 == kKB, "a panel's rows are padded to whole B tiles");
 
-inline uint64_t scratch_bytes(int64_t m, int64_t k) {
-  if (m <= 1 || k <= 0) return 0;
-  return static_cast<uint64_t>(div_up(m, kMB) * div_up(k, kKB) * kStepBytes) + 64;
-}
-
 // Rows [r0, r0 + rows) of x (rows <= kMB) -> one row block of A tiles over all of k.
 LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t k,
                                   uint8_t* HWY_RESTRICT dst) {
@@ -544,13 +540,79 @@ LAYA_MMF_AMX_ATTR void release() {
   _tile_release();
 }
 
-void gemm(const uint32_t* w, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+// Pair rows of a panel as the tiles read it: ceil(k / 2) rounded up to whole tiles.
+inline int64_t panel_rows(int64_t k) {
+  return div_up(div_up(k, 2), kBF16StepAlign) * kBF16StepAlign;
+}
+
+// Where a GEMM's B panels come from. Bf16Src: the packed bf16 panels themselves.
+struct Bf16Src {
+  const uint32_t* w;
+  int64_t rows;  // panel_rows(k)
+  static constexpr bool kConverts = false;
+  const uint8_t* source(int64_t p) const {
+    return reinterpret_cast<const uint8_t*>(w + p * rows * kNR);
+  }
+  int64_t source_bytes() const { return rows * kNR * 4; }
+  const uint8_t* panel(int64_t p, uint8_t*) const { return source(p); }
+};
+
+// I8Src: i8w's packed int8 panels ([k][kNR] per panel), each converted once per task into a
+// bf16 panel in the task's slot (int8 is exact in bf16: the f32 value's high half). The sums are
+// sum x w_int8; the caller applies the row scales.
+struct I8Src {
+  const int8_t* w;
+  int64_t k, rows;
+  static constexpr bool kConverts = true;
+  const uint8_t* source(int64_t p) const {
+    return reinterpret_cast<const uint8_t*>(w + p * k * kNR);
+  }
+  int64_t source_bytes() const { return k * kNR; }
+  LAYA_MMF_AMX_ATTR const uint8_t* panel(int64_t p, uint8_t* buf) const {
+    const int8_t* src = w + p * k * kNR;
+    const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+    for (int64_t s = 0; s < rows; ++s) {
+      uint8_t* out = buf + s * kNR * 4;
+      for (int h = 0; h < 2; ++h) {  // columns 0-15, 16-31
+        __m512i even = _mm512_setzero_si512(), odd = even;
+        if (2 * s < k) {
+          const __m128i e =
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * s * kNR + 16 * h));
+          even = _mm512_srli_epi32(_mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(e))),
+                                   16);
+        }
+        if (2 * s + 1 < k) {
+          const __m128i o =
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (2 * s + 1) * kNR + 16 * h));
+          odd = _mm512_and_si512(_mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(o))),
+                                 hi_mask);
+        }
+        _mm512_storeu_si512(out + 64 * h, _mm512_or_si512(even, odd));
+      }
+    }
+    return buf;
+  }
+};
+
+inline uint64_t slot_bytes(int64_t k) {
+  return static_cast<uint64_t>(panel_rows(k) * kNR * 4);
+}
+
+// Scratch: the packed x, then (converting sources) one bf16 panel per worker slot.
+inline uint64_t scratch_bytes(int64_t m, int64_t k, int threads, bool converts) {
+  if (m <= 1 || k <= 0) return 0;
+  const uint64_t a = static_cast<uint64_t>(div_up(m, kMB) * div_up(k, kKB) * kStepBytes);
+  return a + (converts ? static_cast<uint64_t>(std::max(threads, 1)) * slot_bytes(k) : 0) + 64;
+}
+
+template <class Src>
+void gemm(const Src& src, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
           int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
   const int threads = pool_threads(pool);
   const int64_t blocks = div_up(m, kMB), steps = div_up(k, kKB), panels = div_up(n, kNR);
   const int64_t block_bytes = steps * kStepBytes;
-  const int64_t stride = div_up(div_up(k, 2), kBF16StepAlign) * kBF16StepAlign;  // panel rows
   uint8_t* a = static_cast<uint8_t*>(scratch);
+  uint8_t* slots = a + blocks * block_bytes;
   parallel_for(pool, blocks, div_up(blocks, threads), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
       pack_block(x + t * kMB * ldx, ldx, std::min(kMB, m - t * kMB), k, a + t * block_bytes);
@@ -570,27 +632,35 @@ void gemm(const uint32_t* w, const float* x, int64_t ldx, float* y, int64_t ldy,
     mchunks = div_up(blocks, mc);
     nchunks = div_up(panels, nc);
   }
-  parallel_for(pool, mchunks * nchunks, 1, [&](int64_t b, int64_t e) {
+  // One worker slot per thread (its converted panel); slots take tasks in order, so every output
+  // block is computed the same way whatever the split.
+  const int64_t tasks = mchunks * nchunks;
+  std::atomic<int64_t> next{0};
+  parallel_for(pool, threads, 1, [&](int64_t sb, int64_t se) {
     load_config();
     alignas(64) float c[kMB * kNR];
-    for (int64_t task = b; task < e; ++task) {
-      const int64_t t0 = task / nchunks * mc, t1 = std::min(blocks, t0 + mc);
-      const int64_t p0 = task % nchunks * nc, p1 = std::min(panels, p0 + nc);
-      // The next panel's lines, spread over this panel's blocks and their steps.
-      const int64_t panel_lines = stride * kNR * 4 / 64;
-      const int64_t pf_lines = div_up(panel_lines, (t1 - t0) * steps);
-      for (int64_t p = p0; p < p1; ++p) {
-        const uint8_t* panel = reinterpret_cast<const uint8_t*>(w + p * stride * kNR);
-        const int64_t ncols = std::min<int64_t>(kNR, n - p * kNR);
-        const float* bp = bias != nullptr ? bias + p * kNR : nullptr;
-        for (int64_t t = t0; t < t1; ++t) {
-          // Lines past the next panel's end are not prefetched (the last panel: none).
-          const int64_t first = (t - t0) * steps * pf_lines;
-          const bool pf_on = p + 1 < p1 && first < panel_lines;
-          const int64_t lines = pf_on ? std::min(pf_lines, div_up(panel_lines - first, steps)) : 0;
-          block(a + t * block_bytes, panel, steps, c,
-                pf_on ? panel + panel_lines * 64 + first * 64 : nullptr, lines);
-          store_block(c, std::min(kMB, m - t * kMB), y + t * kMB * ldy + p * kNR, ldy, ncols, bp);
+    for (int64_t slot = sb; slot < se; ++slot) {
+      uint8_t* buf = slots + slot * static_cast<int64_t>(slot_bytes(k));
+      for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
+        const int64_t t0 = task / nchunks * mc, t1 = std::min(blocks, t0 + mc);
+        const int64_t p0 = task % nchunks * nc, p1 = std::min(panels, p0 + nc);
+        // The next panel's source lines, spread over this panel's blocks and their steps.
+        const int64_t panel_lines = div_up(src.source_bytes(), 64);
+        const int64_t pf_lines = div_up(panel_lines, (t1 - t0) * steps);
+        for (int64_t p = p0; p < p1; ++p) {
+          const uint8_t* panel = src.panel(p, buf);
+          const int64_t ncols = std::min<int64_t>(kNR, n - p * kNR);
+          const float* bp = bias != nullptr ? bias + p * kNR : nullptr;
+          for (int64_t t = t0; t < t1; ++t) {
+            // Lines past the next panel's end are not prefetched (the last panel: none).
+            const int64_t first = (t - t0) * steps * pf_lines;
+            const bool pf_on = p + 1 < p1 && first < panel_lines;
+            const int64_t lines =
+                pf_on ? std::min(pf_lines, div_up(panel_lines - first, steps)) : 0;
+            block(a + t * block_bytes, panel, steps, c,
+                  pf_on ? src.source(p + 1) + first * 64 : nullptr, lines);
+            store_block(c, std::min(kMB, m - t * kMB), y + t * kMB * ldy + p * kNR, ldy, ncols, bp);
+          }
         }
       }
     }
@@ -780,11 +850,9 @@ void i8w_pack(const void* w, const float* scales, int64_t n, int64_t k, void* ds
   for (int64_t j = n; j < div_up(n, kNR) * kNR; ++j) s[j] = 0.0f;
 }
 
-void i8w_run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
-             const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
-             const ThreadPool* pool) {
-  if (m <= 0 || n <= 0 || k <= 0) return;
-  run<KernI8W>(packed, x, ldx, y, ldy, nullptr, m, n, k, scratch, pool);
+// y = y * scale[j] (+ bias[j]): the sums of the int8 weights to the layer's outputs.
+void i8w_scale(const void* packed, float* y, int64_t ldy, const float* bias, int64_t m, int64_t n,
+               int64_t k, const ThreadPool* pool) {
   const float* scales =
       reinterpret_cast<const float*>(static_cast<const uint8_t*>(packed) + i8w_scales_offset(n, k));
   parallel_for(pool, m, div_up(m, pool_threads(pool)), [&](int64_t b, int64_t e) {
@@ -800,6 +868,14 @@ void i8w_run(const void* packed, const float* x, int64_t ldx, float* y, int64_t 
       for (; j < n; ++j) yr[j] = yr[j] * scales[j] + (bias != nullptr ? bias[j] : 0.0f);
     }
   });
+}
+
+void i8w_run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
+             const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
+             const ThreadPool* pool) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  run<KernI8W>(packed, x, ldx, y, ldy, nullptr, m, n, k, scratch, pool);
+  i8w_scale(packed, y, ldy, bias, m, n, k, pool);
 }
 
 // ---- exported entry points (HWY_EXPORT needs plain functions) --------------------------------
@@ -842,7 +918,7 @@ void BF16Pack(const void* w, const float* s, int64_t n, int64_t k, void* dst) {
 uint64_t BF16ScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
   const uint64_t bytes = scratch_bytes<KernBF16>(m, n, k, t);  // GEMV: as KernBF16Dp's
 #if HWY_TARGET == HWY_AVX3
-  return std::max(bytes, amx::scratch_bytes(m, k));
+  return std::max(bytes, amx::scratch_bytes(m, k, t, /*converts=*/false));
 #else
   return bytes;
 #endif
@@ -864,6 +940,27 @@ void I8WRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, c
             int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
   i8w_run(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
 }
+// i8w GEMMs on AMX (the int8 panels converted to bf16 per task, amx::I8Src), GEMV as I8WRun.
+uint64_t I8WAmxScratchBytes(int64_t m, int64_t n, int64_t k, int t) {
+  const uint64_t bytes = scratch_bytes<KernI8W>(m, n, k, t);
+#if HWY_TARGET == HWY_AVX3
+  return std::max(bytes, amx::scratch_bytes(m, k, t, /*converts=*/true));
+#else
+  return bytes;
+#endif
+}
+void I8WAmxRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
+               int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
+#if HWY_TARGET == HWY_AVX3
+  if (m > 1 && n > 0 && k > 0) {
+    const amx::I8Src src{static_cast<const int8_t*>(p), k, amx::panel_rows(k)};
+    amx::gemm(src, x, ldx, y, ldy, nullptr, m, n, k, scratch, pool);
+    i8w_scale(p, y, ldy, bias, m, n, k, pool);
+    return;
+  }
+#endif
+  i8w_run(p, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+}
 // AVX512-BF16 without AMX: GEMV on vdpbf16ps, GEMM on KernBF16's f32 FMA (see KernBF16Dp).
 void BF16DpRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ldy, const float* bias,
                int64_t m, int64_t n, int64_t k, void* scratch, const ThreadPool* pool) {
@@ -878,7 +975,8 @@ void BF16AmxRun(const void* p, const float* x, int64_t ldx, float* y, int64_t ld
                 const ThreadPool* pool) {
 #if HWY_TARGET == HWY_AVX3
   if (m > 1 && n > 0 && k > 0) {
-    amx::gemm(static_cast<const uint32_t*>(p), x, ldx, y, ldy, bias, m, n, k, scratch, pool);
+    const amx::Bf16Src src{static_cast<const uint32_t*>(p), amx::panel_rows(k)};
+    amx::gemm(src, x, ldx, y, ldy, bias, m, n, k, scratch, pool);
     return;
   }
 #endif

@@ -39,6 +39,8 @@ HWY_EXPORT(I8WPackedBytes);
 HWY_EXPORT(I8WPack);
 HWY_EXPORT(I8WScratchBytes);
 HWY_EXPORT(I8WRun);
+HWY_EXPORT(I8WAmxScratchBytes);
+HWY_EXPORT(I8WAmxRun);
 
 bool amx_bf16_usable() {
 #if defined(__linux__) && defined(__x86_64__)
@@ -86,8 +88,10 @@ void fill(KernelTable& t, int64_t target, bool allow_amx) {
   MatmulKernel& i8w = t.matmul[static_cast<int>(WType::kI8W)];
   i8w.packed_bytes = LAYA_HWY_PICK(I8WPackedBytes, target);
   i8w.pack = LAYA_HWY_PICK(I8WPack, target);
-  i8w.scratch_bytes = LAYA_HWY_PICK(I8WScratchBytes, target);
-  i8w.run = LAYA_HWY_PICK(I8WRun, target);
+  // i8w GEMMs on AMX too: int8 weights are exact in bf16 (converted per panel as they are read).
+  i8w.scratch_bytes =
+      amx ? LAYA_HWY_PICK(I8WAmxScratchBytes, target) : LAYA_HWY_PICK(I8WScratchBytes, target);
+  i8w.run = amx ? LAYA_HWY_PICK(I8WAmxRun, target) : LAYA_HWY_PICK(I8WRun, target);
 }
 
 }  // namespace hwy_matmul_float

@@ -10,8 +10,9 @@
 //              output gives >= ~1e-4 (1 / k or 1 / (m n)).
 //   f16  1e-9  Half weights widen to f32 exactly; the rest is the f32 computation (1.2e-11 seen).
 //   i8w  1e-9  int8 weights widen to f32 exactly; the f32 computation, then one f32 multiply by
-//              the row scale (as the reference). A kernel quantizing x to int8 per token (the i8
-//              kernel's a8w8) is off by ~1e-5.
+//              the row scale (as the reference). On AMX the GEMMs see x as bf16 hi / lo halves
+//              (as bf16 below; int8 is exact in bf16): ~1e-11 over these many-output cases. A
+//              kernel quantizing x to int8 per token (the i8 kernel's a8w8) is off by ~1e-5.
 //   bf16 1e-10 of a different measure: sum (y - ref)^2 / sum (|bias| + sum_k |x w|)^2, the error
 //              against the size of the terms rather than of the result, since an output that
 //              cancels to near zero keeps the terms' error. x stays f32 (the reference: f32 x,
@@ -54,7 +55,7 @@ constexpr WType kFloatTypes[] = {
 #undef LAYA_FAMILY_int
 
 // One table per variant under test: every Highway target, plus AVX3 without AMX where the CPU has
-// it (the bf16 GEMMs then run on vdpbf16ps, as on a CPU without AMX).
+// it (bf16 and i8w GEMMs then run on f32 FMA, as on a CPU without AMX).
 struct Variant {
   std::string name;
   KernelTable table;
