@@ -1,5 +1,6 @@
 #include "bench/peak.h"
 
+#include "kernels/hwy/amx_config.h"
 #include "kernels/hwy/matmul_float.h"
 
 #include <immintrin.h>
@@ -100,16 +101,8 @@ __attribute__((target("avx512f,avx512bf16"))) double probe_bf16(int64_t iters) {
 
 // tdpbf16ps chains: four C tiles (16 x 16 f32) over the same A and B tiles (16 x 32 bf16), each
 // instruction 16 * 16 * 32 multiply-adds. Needs amx_bf16_usable() (the tile state granted).
-struct alignas(64) AmxConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
 __attribute__((target("amx-tile,amx-bf16"))) double probe_amx_bf16(int64_t iters) {
-  static const AmxConfig cfg;
+  static const laya::kernels::AmxTileConfig cfg;
   alignas(64) static uint16_t ab[2][16 * 32];
   for (int i = 0; i < 16 * 32; ++i) ab[0][i] = 0x3f80, ab[1][i] = 0x3380;  // 1.0, ~6e-8
   alignas(64) static float c[16 * 16];

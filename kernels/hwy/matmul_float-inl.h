@@ -48,6 +48,8 @@
 
 #if HWY_TARGET == HWY_AVX3
 #include <immintrin.h>
+
+#include "kernels/hwy/amx_config.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -84,6 +86,26 @@ inline int64_t div_up(int64_t a, int64_t b) {
 
 inline int pool_threads(const ThreadPool* pool) {
   return pool != nullptr && pool->run != nullptr && pool->n_threads > 1 ? pool->n_threads : 1;
+}
+
+// GEMM tasks are (row chunk, column chunk) pairs: starting from chunks of *mc row units and *nc
+// panels, halves the column chunks, then the row chunks, until there are at least two tasks per
+// worker or nothing is left to split. Returns the number of column chunks.
+inline int64_t split_tasks(int threads, int64_t row_units, int64_t panels, int64_t* mc,
+                           int64_t* nc) {
+  int64_t mchunks = div_up(row_units, *mc), nchunks = div_up(panels, *nc);
+  while (threads > 1 && mchunks * nchunks < 2 * threads) {
+    if (*nc > 1) {
+      *nc = div_up(*nc, 2);
+    } else if (*mc > 1) {
+      *mc = div_up(*mc, 2);
+    } else {
+      break;
+    }
+    mchunks = div_up(row_units, *mc);
+    nchunks = div_up(panels, *nc);
+  }
+  return nchunks;
 }
 
 // ---- partial vectors (column tails) ---------------------------------------------------------
@@ -461,15 +483,6 @@ LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int6
   }
 }
 
-// The palette-1 configuration: all eight tiles 16 rows x 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
 // One 32 x 32 block: a (packed row block), b (the panel's first row), `steps` 32-k steps; the
 // sums go to c [32][32] f32. Each step also prefetches `pf_lines` cache lines from pf on (into
 // L2; pf nullable): the caller spreads the next panel over its blocks, so that panel's first
@@ -532,7 +545,7 @@ void store_block(const float* HWY_RESTRICT c, int64_t rows, float* HWY_RESTRICT 
 }
 
 LAYA_MMF_AMX_ATTR void load_config() {
-  static const TileConfig cfg;
+  static const AmxTileConfig cfg;
   _tile_loadconfig(&cfg);
 }
 
@@ -620,21 +633,10 @@ void gemm(const Src& src, const float* x, int64_t ldx, float* y, int64_t ldy, co
 
   // Tasks: (row chunk, column chunk); a row chunk's A stays in L2 while its panels stream past.
   int64_t mc = std::max<int64_t>(1, kAChunkBytes / block_bytes), nc = panels;
-  int64_t mchunks = div_up(blocks, mc), nchunks = div_up(panels, nc);
-  while (threads > 1 && mchunks * nchunks < 2 * threads) {
-    if (nc > 1) {
-      nc = div_up(nc, 2);
-    } else if (mc > 1) {
-      mc = div_up(mc, 2);
-    } else {
-      break;
-    }
-    mchunks = div_up(blocks, mc);
-    nchunks = div_up(panels, nc);
-  }
+  const int64_t nchunks = split_tasks(threads, blocks, panels, &mc, &nc);
   // One worker slot per thread (its converted panel); slots take tasks in order, so every output
   // block is computed the same way whatever the split.
-  const int64_t tasks = mchunks * nchunks;
+  const int64_t tasks = div_up(blocks, mc) * nchunks;
   std::atomic<int64_t> next{0};
   parallel_for(pool, threads, 1, [&](int64_t sb, int64_t se) {
     load_config();
@@ -768,19 +770,8 @@ void gemm(const typename K::W* w, const float* x, int64_t ldx, float* y, int64_t
   int64_t mc = kMCTiles;
   int64_t nc = std::max<int64_t>(
       1, kBBlockBytes / (K::kKC / K::kKStep * kNR * static_cast<int64_t>(sizeof(typename K::W))));
-  int64_t mchunks = div_up(tiles, mc), nchunks = div_up(panels, nc);
-  while (threads > 1 && mchunks * nchunks < 2 * threads) {
-    if (nc > 1) {
-      nc = div_up(nc, 2);
-    } else if (mc > 1) {
-      mc = div_up(mc, 2);
-    } else {
-      break;
-    }
-    mchunks = div_up(tiles, mc);
-    nchunks = div_up(panels, nc);
-  }
-  parallel_for(pool, mchunks * nchunks, 1, [&](int64_t b, int64_t e) {
+  const int64_t nchunks = split_tasks(threads, tiles, panels, &mc, &nc);
+  parallel_for(pool, div_up(tiles, mc) * nchunks, 1, [&](int64_t b, int64_t e) {
     for (int64_t task = b; task < e; ++task) {
       const int64_t t0 = task / nchunks * mc, t1 = std::min(tiles, t0 + mc);
       const int64_t p0 = task % nchunks * nc, p1 = std::min(panels, p0 + nc);
