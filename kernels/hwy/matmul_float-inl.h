@@ -453,7 +453,8 @@ constexpr int64_t kStepBytes = 4 * 1024;   // A bytes per block and step: 4 tile
 constexpr int64_t kAChunkBytes = 1 << 20;  // A bytes of the row blocks one task keeps in L2
 static_assert(kBF16StepAlign * 2 == kKB, "a panel's rows are padded to whole B tiles");
 
-// Rows [r0, r0 + rows) of x (rows <= kMB) -> one row block of A tiles over all of k.
+// The first `rows` rows of x (rows <= kMB; the block's rows past them are zero) -> one row block
+// of A tiles over all of k.
 LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int64_t rows, int64_t k,
                                   uint8_t* HWY_RESTRICT dst) {
   // Step by step, so the stores fill each 4 KiB step front to back (row-major order measured
@@ -562,7 +563,6 @@ inline int64_t panel_rows(int64_t k) {
 struct Bf16Src {
   const uint32_t* w;
   int64_t rows;  // panel_rows(k)
-  static constexpr bool kConverts = false;
   const uint8_t* source(int64_t p) const {
     return reinterpret_cast<const uint8_t*>(w + p * rows * kNR);
   }
@@ -576,7 +576,6 @@ struct Bf16Src {
 struct I8Src {
   const int8_t* w;
   int64_t k, rows;
-  static constexpr bool kConverts = true;
   const uint8_t* source(int64_t p) const {
     return reinterpret_cast<const uint8_t*>(w + p * k * kNR);
   }
