@@ -22,9 +22,14 @@
 // state and of that output both point at the caller's memory. The pointer is set before reshape
 // and stays the same until the next reshape (the session reshapes again when the caller rebinds
 // states), and between executes only the state's owner writes it. So a backend may keep a state
-// resident (e.g. the AX8850 in device memory): take it in at reshape when the pointer changed,
-// and keep it current across executes; it must never plan or free that memory. TODO(#8): an entry
-// that tells such a backend when the owner changed a state's bytes (KvCache::copy_seq).
+// resident (e.g. the AX8850 card in its device memory): take it in at reshape when the pointer
+// changed and keep it current across executes; it must never plan or free that memory. Its copy
+// is a cache of the caller's memory, which stays the truth: the backend writes every row its
+// kv_write stores through to the caller's memory as well (so the owner, and nodes on other
+// backends, read current rows at any time), and when the owner writes rows itself between
+// executes (KvCache::copy_seq) it calls state_written, and the backend takes them in again. Only
+// one session writes a state through such a backend: another session's writes to the same memory
+// would not reach its copy.
 //
 // Errors: every entry returns Status / Result (ir/status.h); a backend never aborts or throws.
 // Threads and packed weights: a backend created with BackendOptions::shared (a runtime::Device,
@@ -48,7 +53,7 @@
 namespace laya::hal {
 
 // Bumped on any change to this header that breaks a backend; checked by Registry::add.
-inline constexpr uint32_t kApiVersion = 3;  // 3: BackendOptions::shared, MemoryNeeds::shared_bytes
+inline constexpr uint32_t kApiVersion = 4;  // 4: Backend::state_written
 
 // ---- what a backend is -----------------------------------------------------------------------
 
@@ -256,6 +261,17 @@ class Backend {
   // Runs the subgraph. Allocates nothing; the only data check is on indices read from tensors
   // (kIndexOutOfRange naming the node).
   virtual Status execute(Executable& exe, const ExecContext& ctx) = 0;
+
+  // The owner of state `state` ([1, C, W]; row c is cell c) wrote rows [first_row, first_row +
+  // n_rows) in its memory between executes, after a reshape (`values` as there): a backend that
+  // keeps the state resident takes them in (see "States" above); one that keeps no state resident
+  // (the default) has nothing to do. kInvalidArgument for rows outside the state. Allocates
+  // nothing.
+  virtual Status state_written(Executable& exe, const TensorBinding* values, ir::ValueId state,
+                               int64_t first_row, int64_t n_rows) {
+    (void)exe, (void)values, (void)state, (void)first_row, (void)n_rows;
+    return Status::ok();
+  }
 };
 
 // ---- registration ----------------------------------------------------------------------------

@@ -161,12 +161,16 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(Session& session, K
   if (r->has_logit_rows_ && r->sym_rows_ < 0)
     return Status(StatusCode::kInvalidArgument,
                   "decoder runner: the graph takes logit_rows but has no symbol rows");
-  LAYA_RETURN_IF_ERROR(session.bind_states(cache.state_regions()));
+  LAYA_RETURN_IF_ERROR(cache.bind(session));
   r->symbols_.assign(g.symbols.size(), 1);
   r->symbols_[static_cast<size_t>(r->sym_cells_)] = cache.capacity();
   if (load_start != SteadyClock::time_point{})
     r->load_ms_ = ms_between(load_start, SteadyClock::now());
   return r;
+}
+
+DecoderRunner::~DecoderRunner() {
+  if (cache_ != nullptr && session_ != nullptr) cache_->unbind(*session_);
 }
 
 Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids, LogitRows which,

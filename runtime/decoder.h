@@ -114,7 +114,7 @@ class DecoderRunner {
   static Result<uint64_t> logits_bytes(const ir::Graph& g, int64_t chunk);
 
   // Prepare phase, after session.bind_memory: checks the graph contract, binds the cache's states
-  // to the session (Session::bind_states), takes `logits` (>= logits_bytes(chunk), 64-byte
+  // to the session (KvCache::bind, undone when the runner is destroyed), takes `logits` (>= logits_bytes(chunk), 64-byte
   // aligned) and the prefill chunk (1 .. the session's "seq" max). `load_start` is when the caller
   // began loading the model: Stats::load_ms is measured from it to the end of create.
   // kInvalidArgument naming what does not fit.
@@ -154,6 +154,7 @@ class DecoderRunner {
   // prefix cache over another KV cache; step and prefix cache errors.
   Status generate(const GenerateRequest& req, std::vector<int32_t>* out, DecoderStats* stats);
 
+  ~DecoderRunner();
   DecoderRunner(const DecoderRunner&) = delete;
   DecoderRunner& operator=(const DecoderRunner&) = delete;
 

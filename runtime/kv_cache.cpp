@@ -244,7 +244,34 @@ Status KvCache::copy_seq(int32_t src, int32_t dst, int64_t n) {
                   rows_[s] + static_cast<uint64_t>(c) * row, row);
     }
   }
+  // The rows written, as one range (the new cells are contiguous when the free space allows).
+  const auto [lo, hi] = std::minmax_element(index_.begin(), index_.begin() + n);
+  for (Session* s : bound_) {
+    if (s == nullptr) continue;
+    Status st = s->state_written(*lo, int64_t{*hi} - *lo + 1);
+    if (!st.is_ok()) {
+      (void)remove(dst);
+      return st;
+    }
+  }
   return Status::ok();
+}
+
+Status KvCache::bind(Session& session) {
+  for (Session* s : bound_)
+    if (s == &session) return Status::ok();
+  Session** slot = std::find(bound_.begin(), bound_.end(), nullptr);
+  if (slot == bound_.end())
+    return status_error(StatusCode::kResourceExhausted,
+                        "KV cache: %d sessions are bound already (unbind one first)", kMaxBound);
+  LAYA_RETURN_IF_ERROR(session.bind_states(state_regions()));
+  *slot = &session;
+  return Status::ok();
+}
+
+void KvCache::unbind(const Session& session) {
+  for (Session*& s : bound_)
+    if (s == &session) s = nullptr;
 }
 
 }  // namespace laya::runtime

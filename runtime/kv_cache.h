@@ -23,11 +23,14 @@
 // allocates (alloc, remove, copy_seq, clear run per token or per request).
 //
 // Sharing a prefix: copy_seq copies cells (one sequence id per cell: attention compares ids for
-// equality) rather than marking them shared; see docs/design-notes.md.
+// equality) rather than marking them shared; see docs/design-notes.md. A backend may keep the
+// states resident in device memory (hal/hal.h "States", the AX8850 card): bind(session) binds a
+// session's states to the cache and has copy_seq tell it which rows it wrote.
 //
 // Thread safety: none; one thread at a time (the runner that owns the cache).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -85,6 +88,14 @@ class KvCache {
 
   // The states' memory in Graph::states order ([C, W] rows each): for Session::bind_states.
   std::span<const MemoryRegion> state_regions() const { return regions_; }
+
+  // Binds `session`'s states to this cache (Session::bind_states) and remembers the session, so
+  // that copy_seq reports the rows it writes to it (Session::state_written: a backend keeping the
+  // states resident takes them in). Up to kMaxBound sessions (kResourceExhausted beyond; binding
+  // one twice is a no-op). The session must be unbound before it is destroyed. Allocates nothing.
+  static constexpr int kMaxBound = 4;
+  Status bind(Session& session);
+  void unbind(const Session& session);
   // The graph inputs k_pos / k_seq: i32 [C] (a [1, C] tensor), valid for the cache's lifetime.
   const int32_t* cell_positions() const { return pos_; }
   const int32_t* cell_seq_ids() const { return seq_; }
@@ -106,8 +117,10 @@ class KvCache {
   void clear();
 
   // Copies the first `n` tokens of `src` (n < 0: all of them) into new cells of `dst`, which must
-  // be empty: every state's rows, positions 0 .. n - 1 (for a prefix cache). kInvalidArgument for
-  // bad ids, a non-empty dst or n > seq_length(src); kResourceExhausted when they do not fit.
+  // be empty: every state's rows, positions 0 .. n - 1 (for a prefix cache), then tells the bound
+  // sessions which rows it wrote. kInvalidArgument for bad ids, a non-empty dst or n >
+  // seq_length(src); kResourceExhausted when they do not fit; a bound session's error (dst is then
+  // empty again).
   Status copy_seq(int32_t src, int32_t dst, int64_t n = -1);
 
   KvCache(const KvCache&) = delete;
@@ -127,6 +140,7 @@ class KvCache {
   std::vector<int64_t> seq_len_;    // per sequence id
   std::vector<int64_t> last_cell_;  // per sequence id: the cell of its last position (-1: none)
   std::vector<int32_t> index_;      // [C] scratch of copy_seq: destination cell per position
+  std::array<Session*, kMaxBound> bound_{};
 };
 
 }  // namespace laya::runtime

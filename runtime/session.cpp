@@ -355,6 +355,23 @@ Status Session::bind_states(std::span<const MemoryRegion> states) {
   return Status::ok();
 }
 
+Status Session::state_written(int64_t first_row, int64_t n_rows) {
+  if (!reshaped_ || !states_bound_) return Status::ok();
+  for (ir::ValueId st : graph_.states) {
+    const ir::Extents& e = bindings_[st].extents;
+    if (first_row < 0 || n_rows < 0 || e.rank != 3 || first_row + n_rows > e.d[1])
+      return status_error(
+          StatusCode::kInvalidArgument,
+          "state_written: rows [%lld, %lld) of state '%s' with %lld rows",
+          static_cast<long long>(first_row), static_cast<long long>(first_row + n_rows),
+          graph_.values[st].name.c_str(), static_cast<long long>(e.rank == 3 ? e.d[1] : 0));
+    for (Exe& x : exes_)
+      LAYA_RETURN_IF_ERROR(
+          x.backend->state_written(*x.exe, bindings_.data(), st, first_row, n_rows));
+  }
+  return Status::ok();
+}
+
 Status Session::reshape(std::span<const int64_t> values) {
   if (!bound_) return status_error(StatusCode::kFailedPrecondition, "reshape before bind_memory");
   const ir::Graph& g = graph_;

@@ -188,6 +188,13 @@ class Session {
   // too small. Allocates nothing. Graphs without states need no call.
   Status bind_states(std::span<const MemoryRegion> states);
 
+  // The owner of the states wrote rows [first_row, first_row + n_rows) of every state ([1, C, W],
+  // row c is cell c) in their memory between executes (KvCache::copy_seq): each backend keeping
+  // states resident takes them in (hal::Backend::state_written). Nothing to do before the first
+  // reshape (backends take the states in there). kInvalidArgument for rows outside the states.
+  // Allocates nothing.
+  Status state_written(int64_t first_row, int64_t n_rows);
+
   // Reshape phase: one value per graph symbol, in graph order. kFailedPrecondition before
   // bind_memory; kInvalidArgument for a wrong count; kOutOfRange naming the symbol when a value is
   // outside its bounds (the session's, see symbols()); kResourceExhausted naming the state when a

@@ -17,6 +17,9 @@
 // read and write the session's buffers. On a PCIe card (setting host=pcie) the device has its own
 // memory (kDevice only): the backend allocates it at load, copies an executable's inputs from the
 // host and its outputs back, and keeps values passed between its own executables on the device.
+// KV caches (state values, hal.h "States") written by its kv_write stay on the device too: taken
+// in once when the session binds them, written through to the host's copy row by row, told of
+// the owner's own writes by state_written; a call moves only the rows it writes.
 // The simulator stores device values widened to f32 / i32; the counters below (and the cost
 // model) count 2 bytes per activation element, as the device stores them.
 //
@@ -34,9 +37,12 @@ namespace laya::hal::ax8850 {
 
 // What an ax8850 backend has done since it was created.
 struct DeviceCounters {
-  uint64_t calls = 0;        // executes (NPU calls)
-  uint64_t h2d_bytes = 0;    // host -> device over the link (PCIe card only)
-  uint64_t d2h_bytes = 0;    // device -> host
+  uint64_t calls = 0;      // executes (NPU calls)
+  uint64_t h2d_bytes = 0;  // host -> device over the link (PCIe card only)
+  uint64_t d2h_bytes = 0;  // device -> host (and the KV cache rows kv_write writes through)
+  // KV cache rows taken into device memory outside calls (PCIe card): whole caches at reshape
+  // when the session binds new state memory, and the rows its owner writes (state_written).
+  uint64_t state_h2d_bytes = 0;
   uint64_t precompiled = 0;  // executables loaded from the model's precompiled table
   double modelled_ms = 0;    // sum of the calls' modelled times
 };

@@ -33,6 +33,11 @@ bool is_float(const ir::Value& v) {
   return v.dtype == ir::DType::kF32;
 }
 
+// Bytes per element of a value the simulator keeps: f16 (an f16 KV cache) 2; f32 and i32 4.
+uint64_t elem_bytes(const ir::Value& v) {
+  return v.dtype == ir::DType::kF16 ? 2 : 4;
+}
+
 // The bytes of a step list: node ids and parts (blob body and key hash).
 std::vector<uint8_t> step_bytes(const Subgraph& sg) {
   std::vector<uint8_t> out;
@@ -86,7 +91,9 @@ struct ExeStep {
   uint64_t expanded_scales = 0;  // per-tensor i8: scales repeated per row in persistent
   bool expand = false;
   int64_t vocab = 0, dim = 0;
-  // from reshape
+  // attention: k / v's element type; kv_write: the cache's (dim: its row width W)
+  kernels::KvType kv_type = kernels::KvType::kF32;
+  // from reshape (kv_write: rows written, count = the cache's cells C)
   int64_t rows = 0, count = 0, count_b = 0;
   kernels::AttentionArgs att;
 };
@@ -105,6 +112,7 @@ struct Pack {  // weights written by load()
 struct Boundary {
   ir::ValueId v = ir::kNoValue;
   bool round = false;  // float input in bf16 mode: rounded on the way in
+  uint64_t elem = 4;   // bytes per element (elem_bytes)
 };
 
 class Ax8850Executable final : public Executable {
@@ -121,9 +129,11 @@ class Ax8850Executable final : public Executable {
     int64_t rows;
   };
   std::vector<ScaleTable> scale_tables;
-  std::vector<Place> place;                  // per ValueId
-  std::vector<Boundary> inputs;              // copied / rounded on the way in
-  std::vector<ir::ValueId> outputs;          // copied back to the host (PCIe)
+  std::vector<Place> place;          // per ValueId
+  std::vector<Boundary> inputs;      // copied / rounded on the way in
+  std::vector<ir::ValueId> outputs;  // copied back to the host (PCIe)
+  // States this executable's kv_writes keep resident in device memory (PCIe; hal.h "States").
+  std::vector<ir::ValueId> states;
   std::vector<std::vector<double>> step_ms;  // per bucket, per step: modelled
   std::vector<double> call_ms;               // per bucket
   bool bf16 = true;
@@ -171,13 +181,17 @@ class Ax8850Backend final : public Backend {
   Status load(Executable& exe, void* persistent, uint64_t bytes) override;
   Status reshape(Executable& exe, const TensorBinding* values, int bucket) override;
   Status execute(Executable& exe, const ExecContext& ctx) override;
+  Status state_written(Executable& exe, const TensorBinding* values, ir::ValueId state,
+                       int64_t first_row, int64_t n_rows) override;
 
   const Params& params() const { return p_; }
   const DeviceCounters& counters() const { return counters_; }
 
  private:
   Status run_step(const Ax8850Executable& e, const ExeStep& s, const ExecContext& ctx) const;
-  uint64_t device_slot(const ir::Graph& g, ir::ValueId v, const ir::Extents* max_extents);
+  uint64_t device_slot(const ir::Graph& g, ir::ValueId v, uint64_t bytes);
+  // Takes rows [first, first + n) of a resident state in from the caller's memory.
+  void take_in(ir::ValueId st, const TensorBinding& host, int64_t first, int64_t n);
   void* ptr(const Ax8850Executable& e, const ExecContext& ctx, ir::ValueId v) const {
     const Place& p = e.place[v];
     if (p.loc == Loc::kDevice) return dev_.get() + p.offset;
@@ -190,9 +204,11 @@ class Ax8850Backend final : public Backend {
   std::string description_;
   Capabilities caps_;
   DeviceCounters counters_;
-  // Device memory of the PCIe card: one slot per value any executable keeps on the device.
+  // Device memory of the PCIe card: one slot per value any executable keeps on the device, and one
+  // per state kept resident (its KV cache, in the state's dtype).
   const ir::Graph* dev_graph_ = nullptr;
-  std::vector<uint64_t> dev_offset_;  // per ValueId, UINT64_MAX: no slot
+  std::vector<uint64_t> dev_offset_;   // per ValueId, UINT64_MAX: no slot
+  std::vector<const void*> dev_host_;  // per state: the caller's memory its slot holds (null: none)
   uint64_t dev_bytes_ = 0;
   std::unique_ptr<uint8_t, AlignedFree> dev_;
   uint64_t dev_cap_ = 0;
@@ -225,18 +241,28 @@ Result<Estimate> Ax8850Backend::estimate(const Subgraph& sg, const ir::Extents* 
   return e;
 }
 
-uint64_t Ax8850Backend::device_slot(const ir::Graph& g, ir::ValueId v,
-                                    const ir::Extents* max_extents) {
+uint64_t Ax8850Backend::device_slot(const ir::Graph& g, ir::ValueId v, uint64_t bytes) {
   if (dev_graph_ != &g) {  // one graph per backend instance (one session)
     dev_graph_ = &g;
     dev_offset_.assign(g.values.size(), UINT64_MAX);
+    dev_host_.assign(g.values.size(), nullptr);
     dev_bytes_ = 0;
   }
   if (dev_offset_[v] == UINT64_MAX) {
     dev_offset_[v] = dev_bytes_;
-    dev_bytes_ += round_up(static_cast<uint64_t>(max_extents[v].count()) * 4, 64);
+    dev_bytes_ += round_up(bytes, 64);
   }
   return dev_offset_[v];
+}
+
+void Ax8850Backend::take_in(ir::ValueId st, const TensorBinding& host, int64_t first, int64_t n) {
+  const uint64_t row =
+      static_cast<uint64_t>(host.extents.d[2]) * elem_bytes(dev_graph_->values[st]);
+  const uint64_t at = static_cast<uint64_t>(first) * row, bytes = static_cast<uint64_t>(n) * row;
+  std::memcpy(dev_.get() + dev_offset_[st] + at, static_cast<const uint8_t*>(host.data) + at,
+              bytes);
+  dev_host_[st] = host.data;
+  counters_.state_h2d_bytes += bytes;
 }
 
 Result<std::unique_ptr<Executable>> Ax8850Backend::prepare(const Subgraph& sg,
@@ -352,7 +378,12 @@ Result<std::unique_ptr<Executable>> Ax8850Backend::prepare(const Subgraph& sg,
           s.row_scales = t.quant.scales.data();
         }
       }
+    } else if (n.op == ir::Op::kKvWrite) {
+      const ir::Value& cache = g.values[n.inputs[0]];
+      s.dim = cache.shape.dims[2].c;
+      s.kv_type = cache.dtype == ir::DType::kF16 ? kernels::KvType::kF16 : kernels::KvType::kF32;
     } else if (n.op == ir::Op::kAttention) {
+      if (g.values[n.inputs[1]].dtype == ir::DType::kF16) s.kv_type = kernels::KvType::kF16;
       kernels::AttentionArgs a;
       const ir::Extents &q = opts.max_extents[n.inputs[0]], &k = opts.max_extents[n.inputs[1]];
       a.batch = q.d[0];
@@ -363,6 +394,7 @@ Result<std::unique_ptr<Executable>> Ax8850Backend::prepare(const Subgraph& sg,
       a.head_dim = n.attrs.head_dim;
       a.causal = n.attrs.mask == ir::MaskKind::kCausal;
       a.window = n.attrs.window;
+      a.kv_type = s.kv_type;
       scratch = std::max(scratch, ref_.attention_scratch_bytes(a, 1));
     }
     e->steps.push_back(std::move(s));
@@ -386,24 +418,44 @@ Result<std::unique_ptr<Executable>> Ax8850Backend::prepare(const Subgraph& sg,
         if (v != ir::kNoValue && produced[v]) to_host[v] = 1;
   for (ir::ValueId v : g.outputs)
     if (produced[v]) to_host[v] = 1;
+  // The kv_write of each state (at most one), and whether this backend runs it.
+  std::vector<ir::NodeId> writer(nv, ir::kNoNode);
+  for (ir::NodeId id = 0; id < nn; ++id)
+    if (g.nodes[id].op == ir::Op::kKvWrite) writer[g.nodes[id].inputs[0]] = id;
   e->place.assign(nv, Place{});
   uint64_t copies = 0;
   e->kernel_scratch = round_up(scratch, 64);
   for (ir::ValueId v = 0; v < nv; ++v) {
     const ir::Value& val = g.values[v];
     if (!produced[v] && !read[v]) continue;
+    // A KV cache written here (or by another executable of this backend) stays in place: the
+    // caller's memory on the chip, the state's device slot on a card (taken in at reshape,
+    // written through by kv_write).
+    const ir::ValueId st = ir::aliased_state(g, v);
+    if (st != ir::kNoValue && writer[st] != ir::kNoNode &&
+        (in_sub[writer[st]] || on_this_backend(writer[st]))) {
+      if (e->pcie) {
+        const uint64_t bytes =
+            static_cast<uint64_t>(opts.max_extents[st].count()) * elem_bytes(g.values[st]);
+        e->place[v] = {Loc::kDevice, device_slot(g, st, bytes)};
+        if (v == st) e->states.push_back(st);  // the state is read only by its kv_write
+      }
+      continue;
+    }
     const bool input = read[v] && !produced[v];
     const bool from_host =
         input && (val.kind == ir::ValueKind::kInput ||
                   (val.producer != ir::kNoNode && !on_this_backend(val.producer)));
+    const uint64_t elem = elem_bytes(val);
     if (e->pcie) {
-      e->place[v] = {Loc::kDevice, device_slot(g, v, opts.max_extents)};
-      if (from_host) e->inputs.push_back({v, e->bf16 && is_float(val)});
+      e->place[v] = {Loc::kDevice,
+                     device_slot(g, v, static_cast<uint64_t>(opts.max_extents[v].count()) * elem)};
+      if (from_host) e->inputs.push_back({v, e->bf16 && is_float(val), elem});
       if (to_host[v]) e->outputs.push_back(v);
     } else if (from_host && e->bf16 && is_float(val)) {
       e->place[v] = {Loc::kScratch, e->kernel_scratch + copies};
       copies += round_up(static_cast<uint64_t>(opts.max_extents[v].count()) * 4, 64);
-      e->inputs.push_back({v, true});
+      e->inputs.push_back({v, true, 4});
     }
   }
   e->needs_.persistent_bytes = persistent;
@@ -475,6 +527,7 @@ Status Ax8850Backend::load(Executable& exe, void* persistent, uint64_t bytes) {
     }
     std::memset(dev_.get(), 0, dev_bytes_);
     dev_cap_ = dev_bytes_;
+    std::fill(dev_host_.begin(), dev_host_.end(), nullptr);  // resident states: taken in again
   }
   if (e.precompiled) ++counters_.precompiled;
   return Status::ok();
@@ -491,6 +544,10 @@ Status Ax8850Backend::reshape(Executable& exe, const TensorBinding* values, int 
     s.rows = x.rank > 0 ? x.rows() : 1;
     s.count = x.count();
     switch (s.op) {
+      case ir::Op::kKvWrite:
+        s.rows = values[s.in[1]].extents.rows();
+        s.count = x.d[1];
+        break;
       case ir::Op::kEmbedding:
         s.count = values[s.in[1]].extents.count();
         break;
@@ -525,6 +582,7 @@ Status Ax8850Backend::reshape(Executable& exe, const TensorBinding* values, int 
                                         : 1.0f / std::sqrt(static_cast<float>(s.attrs.head_dim));
         a.causal = s.attrs.mask == ir::MaskKind::kCausal;
         a.window = s.attrs.window;
+        a.kv_type = s.kv_type;
         scratch = std::max(scratch, ref_.attention_scratch_bytes(a, 1));
         break;
       }
@@ -532,6 +590,10 @@ Status Ax8850Backend::reshape(Executable& exe, const TensorBinding* values, int 
         break;
     }
   }
+  // Resident states in new memory (the first reshape, or the session bound other states): take
+  // them in whole.
+  for (ir::ValueId st : e.states)
+    if (dev_host_[st] != values[st].data) take_in(st, values[st], 0, values[st].extents.d[1]);
   // The bf16 input copies sit after the largest kernel scratch: with them, all of it is in use.
   e.reshaped_scratch_ =
       e.needs_.scratch_bytes > e.kernel_scratch ? e.needs_.scratch_bytes : round_up(scratch, 64);
@@ -603,8 +665,8 @@ Status Ax8850Backend::run_step(const Ax8850Executable& e, const ExeStep& s,
     case ir::Op::kAttention: {
       kernels::AttentionArgs a = s.att;
       a.q = f32(in(0));
-      a.k = f32(in(1));
-      a.v = f32(in(2));
+      a.k = ptr(e, ctx, in(1));  // f32 or f16 (a.kv_type)
+      a.v = ptr(e, ctx, in(2));
       auto opt_i32 = [&](size_t i) { return in(i) == ir::kNoValue ? nullptr : i32(in(i)); };
       a.key_mask = opt_i32(3);
       a.q_pos = opt_i32(4);
@@ -615,6 +677,30 @@ Status Ax8850Backend::run_step(const Ax8850Executable& e, const ExeStep& s,
       const bool whole = s.part.begin == 0 && s.part.end == 0;
       ref_.attention(a, whole ? 0 : static_cast<int32_t>(s.part.begin),
                      whole ? a.n_heads : static_cast<int32_t>(s.part.end), ctx.scratch, nullptr);
+      return Status::ok();
+    }
+    case ir::Op::kKvWrite: {
+      // Every cell is checked first, so a bad one writes nothing. The rows go into the cache
+      // where it lives and, on a card, through to the caller's memory too (hal.h "States").
+      const int32_t* cells = i32(in(2));
+      for (int64_t i = 0; i < s.rows; ++i)
+        if (cells[i] < 0 || cells[i] >= s.count)
+          return status_error(
+              StatusCode::kIndexOutOfRange,
+              "kv_write '%s' (node %u): cell %d at position %lld is outside [0, %lld)",
+              e.graph->nodes[s.id].name.c_str(), s.id, cells[i], static_cast<long long>(i),
+              static_cast<long long>(s.count));
+      const float* rows = f32(in(1));
+      void* const dst[2] = {ptr(e, ctx, s.outs[0]), ctx.values[s.outs[0]].data};
+      for (int d = 0; d < (dst[0] == dst[1] ? 1 : 2); ++d)
+        for (int64_t i = 0; i < s.rows; ++i) {
+          const int64_t at = int64_t{cells[i]} * s.dim;
+          if (s.kv_type == kernels::KvType::kF16)
+            ref_.f32_to_f16(rows + i * s.dim, static_cast<uint16_t*>(dst[d]) + at, s.dim);
+          else
+            std::memcpy(static_cast<float*>(dst[d]) + at, rows + i * s.dim,
+                        static_cast<size_t>(s.dim) * sizeof(float));
+        }
       return Status::ok();
     }
     case ir::Op::kGelu:
@@ -660,16 +746,20 @@ Status Ax8850Backend::execute(Executable& exe, const ExecContext& ctx) {
     const ir::Extents& ext = ctx.values[b.v].extents;
     const int64_t n = ext.count();
     void* dst = ptr(e, ctx, b.v);
-    std::memcpy(dst, ctx.values[b.v].data, static_cast<size_t>(n) * 4);
+    std::memcpy(dst, ctx.values[b.v].data, static_cast<size_t>(n) * b.elem);
     if (b.round) round_bf16(static_cast<float*>(dst), n);
-    h2d += device_bytes(g.values[b.v], ext);
+    h2d += device_bytes(g, b.v, ext);
   }
   for (size_t i = 0; i < e.steps.size(); ++i) {
     const ExeStep& s = e.steps[i];
     LAYA_RETURN_IF_ERROR(run_step(e, s, ctx));
-    if (e.bf16 && s.last_part)
+    if (s.op == ir::Op::kKvWrite) {  // the cache keeps its dtype; its new rows went through
+      if (e.pcie)
+        d2h += static_cast<uint64_t>(s.rows * s.dim) * (s.kv_type == kernels::KvType::kF16 ? 2 : 4);
+    } else if (e.bf16 && s.last_part) {
       for (ir::ValueId o : s.outs)
         round_bf16(static_cast<float*>(ptr(e, ctx, o)), ctx.values[o].extents.count());
+    }
     if (ctx.profile != nullptr && ctx.profile->on_node != nullptr)
       ctx.profile->on_node(ctx.profile->user, s.id, e.step_ms[static_cast<size_t>(e.bucket)][i],
                            true);
@@ -677,7 +767,7 @@ Status Ax8850Backend::execute(Executable& exe, const ExecContext& ctx) {
   for (ir::ValueId v : e.outputs) {  // back to the host (PCIe)
     const ir::Extents& ext = ctx.values[v].extents;
     std::memcpy(ctx.values[v].data, ptr(e, ctx, v), static_cast<size_t>(ext.count()) * 4);
-    d2h += device_bytes(g.values[v], ext);
+    d2h += device_bytes(g, v, ext);
   }
   ++counters_.calls;
   if (e.pcie) {
@@ -685,6 +775,24 @@ Status Ax8850Backend::execute(Executable& exe, const ExecContext& ctx) {
     counters_.d2h_bytes += d2h;
   }
   counters_.modelled_ms += e.call_ms[static_cast<size_t>(e.bucket)];
+  return Status::ok();
+}
+
+Status Ax8850Backend::state_written(Executable& exe, const TensorBinding* values, ir::ValueId state,
+                                    int64_t first_row, int64_t n_rows) {
+  auto& e = static_cast<Ax8850Executable&>(exe);
+  if (std::find(e.states.begin(), e.states.end(), state) == e.states.end())
+    return Status::ok();  // not resident here: the caller's memory is the only copy
+  const TensorBinding& host = values[state];
+  if (first_row < 0 || n_rows < 0 || first_row + n_rows > host.extents.d[1])
+    return status_error(
+        StatusCode::kInvalidArgument, "ax8850: rows [%lld, %lld) of state '%s' with %lld rows",
+        static_cast<long long>(first_row), static_cast<long long>(first_row + n_rows),
+        e.graph->values[state].name.c_str(), static_cast<long long>(host.extents.d[1]));
+  if (dev_host_[state] != host.data)
+    take_in(state, host, 0, host.extents.d[1]);  // new memory: all of it
+  else
+    take_in(state, host, first_row, n_rows);
   return Status::ok();
 }
 

@@ -27,9 +27,15 @@ uint64_t weight_bytes(const ir::Value& w, int64_t count) {
 
 }  // namespace
 
-uint64_t device_bytes(const ir::Value& v, const ir::Extents& e) {
+uint64_t kv_write_bytes(const ir::Graph& g, const ir::Node& n, const ir::Extents* ext) {
+  return weight_bytes(g.values[n.inputs[0]], ext[n.inputs[1]].count());
+}
+
+uint64_t device_bytes(const ir::Graph& g, ir::ValueId v, const ir::Extents& e) {
   const uint64_t n = u(e.count());
-  if (v.dtype == ir::DType::kI32) return 4 * n;
+  const ir::Value& val = g.values[v];
+  if (val.dtype == ir::DType::kI32) return 4 * n;
+  if (ir::aliased_state(g, v) != ir::kNoValue) return weight_bytes(val, e.count());
   return 2 * n;
 }
 
@@ -46,12 +52,12 @@ OpCost npu_op_cost(const Params& p, const ir::Graph& g, const ir::Node& n, const
     const ir::Value& v = g.values[id];
     if (v.kind == ir::ValueKind::kWeight) return 0;
     if ((ctx.resident_inputs >> i) & 1u) return 0;
-    return device_bytes(v, ext[id]) * u(num) / std::max<uint64_t>(1, u(den));
+    return device_bytes(g, id, ext[id]) * u(num) / std::max<uint64_t>(1, u(den));
   };
   auto out_bytes = [&](int64_t num = 1, int64_t den = 1) -> uint64_t {
     if (ctx.output_resident) return 0;
     uint64_t b = 0;
-    for (ir::ValueId o : n.outputs) b += device_bytes(g.values[o], ext[o]);
+    for (ir::ValueId o : n.outputs) b += device_bytes(g, o, ext[o]);
     return b * u(num) / std::max<uint64_t>(1, u(den));
   };
   auto param_bytes = [&](size_t i) -> uint64_t {
@@ -109,6 +115,9 @@ OpCost npu_op_cost(const Params& p, const ir::Graph& g, const ir::Node& n, const
     case ir::Op::kSplit:
       c.vector_elems = u(ext[n.inputs[0]].count());
       dram = in_bytes(0) + out_bytes();
+      break;
+    case ir::Op::kKvWrite:  // SDMA: the rows read and written into their cells, not the cache
+      dram = in_bytes(1) + in_bytes(2) + kv_write_bytes(g, n, ext);
       break;
     default: {
       for (ir::ValueId o : n.outputs) c.vector_elems += u(ext[o].count());
@@ -269,22 +278,23 @@ Result<CallTiming> model_call(const Params& p, const ir::Graph& g, std::span<con
       if (holder[v] == grp) {
         ctx.resident_inputs |= 1u << i;
       } else if (holder[v] >= 0) {
-        ctx.extra_dram_bytes += device_bytes(val, ext[v]);  // the other group writes it back
+        ctx.extra_dram_bytes += device_bytes(g, v, ext[v]);  // the other group writes it back
       }
       const bool from_host = val.kind == ir::ValueKind::kInput ||
                              (val.kind == ir::ValueKind::kActivation &&
                               val.producer != ir::kNoNode && !device_node(val.producer));
       if (from_host && !seen_in[v]) {
         seen_in[v] = 1;
-        ct.h2d_bytes += device_bytes(val, ext[v]);
+        ct.h2d_bytes += device_bytes(g, v, ext[v]);
       }
     }
     bool small = true, inside = true;
     for (ir::ValueId o : n.outputs) {
-      small = small && device_bytes(g.values[o], ext[o]) <= ocm_avail(grp);
+      small = small && device_bytes(g, o, ext[o]) <= ocm_avail(grp);
       inside = inside && !read_outside[o];
     }
-    ctx.output_resident = s.part.whole() && small && inside;
+    // A KV cache (kv_write's output) lives in DRAM, never in a group's OCM.
+    ctx.output_resident = s.part.whole() && small && inside && n.op != ir::Op::kKvWrite;
     StepTiming st;
     st.cost = npu_op_cost(p, g, n, ext, s.part, ctx);
     st.start_ms = start;
@@ -309,9 +319,14 @@ Result<CallTiming> model_call(const Params& p, const ir::Graph& g, std::span<con
           ct.makespan_ms = std::max(ct.makespan_ms, ready[o]);
         }
     }
-    if (last_part)
+    if (n.op == ir::Op::kKvWrite) {
+      // The cache stays on the device; the rows written go through to the host's copy too
+      // (hal.h "States"), whoever reads it.
+      if (p.host == Host::kPcie) ct.d2h_bytes += kv_write_bytes(g, n, ext);
+    } else if (last_part) {
       for (ir::ValueId o : n.outputs)
-        if (read_by_host[o]) ct.d2h_bytes += device_bytes(g.values[o], ext[o]);
+        if (read_by_host[o]) ct.d2h_bytes += device_bytes(g, o, ext[o]);
+    }
     ct.steps.push_back(st);
   }
   ct.overhead_ms = p.call_overhead_ms();

@@ -18,7 +18,11 @@
 // merge through DRAM with a group barrier (group_sync_us). Concurrent steps share the DRAM
 // bandwidth equally (a step's share is fixed when it starts).
 //
-// Activation bytes: 2 (bf16) in both activation modes; i32 index inputs 4.
+// Activation bytes: 2 (bf16) in both activation modes; i32 index inputs 4. A KV cache (a state,
+// hal.h "States") stays in DRAM in its own dtype (f32 4, f16 2): kv_write (SDMA) moves only the
+// rows it writes (read as bf16, stored in the cache's dtype), attention reads the cache; on a PCIe
+// card the cache lives in device memory and the rows kv_write stores also go through to the
+// host's copy (link bytes of every call).
 #pragma once
 
 #include <cstdint>
@@ -102,7 +106,12 @@ Result<CallTiming> model_call(const Params& p, const ir::Graph& g, std::span<con
                               const ir::Extents* ext, bool bf16,
                               std::span<const uint8_t> on_device = {});
 
-// Bytes of value `v` on the device at extents `e`: 2 per activation element, 4 per i32.
-uint64_t device_bytes(const ir::Value& v, const ir::Extents& e);
+// Bytes of value `v` of `g` on the device at extents `e`: 2 per activation element, 4 per i32; a
+// state's memory (the state and its kv_write output, a KV cache) in the state's dtype (f32 4,
+// f16 2).
+uint64_t device_bytes(const ir::Graph& g, ir::ValueId v, const ir::Extents& e);
+
+// Bytes kv_write node `n` stores into its cache at `ext`: its rows in the state's dtype.
+uint64_t kv_write_bytes(const ir::Graph& g, const ir::Node& n, const ir::Extents* ext);
 
 }  // namespace laya::hal::ax8850

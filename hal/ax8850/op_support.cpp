@@ -1,5 +1,6 @@
 #include "hal/ax8850/op_support.h"
 
+#include <cstdint>
 #include <string>
 
 namespace laya::hal::ax8850 {
@@ -58,6 +59,7 @@ const OpRule& op_rule(ir::Op op) {
   static const OpRule kAttention{
       Unit::kConv, "head_dim % tile_k == 0, <= 256; one KV head + score tile must fit in OCM"};
   static const OpRule kGather{Unit::kSdma, "table s8 / bf16 / f16; ids i32"};
+  static const OpRule kKvWrite{Unit::kSdma, "cache f32 / f16 (a state, in place); cells i32"};
   static const OpRule kVector{Unit::kTeng, "f32 parameters folded by the compiler"};
   switch (op) {
     case ir::Op::kMatMul:
@@ -65,8 +67,9 @@ const OpRule& op_rule(ir::Op op) {
     case ir::Op::kAttention:
       return kAttention;
     case ir::Op::kEmbedding:
-    case ir::Op::kKvWrite:
       return kGather;
+    case ir::Op::kKvWrite:
+      return kKvWrite;
     default:
       return kVector;
   }
@@ -96,12 +99,7 @@ Status op_supported(const Params& p, const ir::Graph& g, const ir::Node& n,
       return Status::ok();
     }
     case ir::Op::kAttention: {
-      // TODO(#8): with kv_write on the NPU an f16 cache is its native type; today the cache stays
-      // in host memory and the boundary copies assume f32 values.
-      if (g.values[n.inputs[1]].dtype != ir::DType::kF32)
-        return refuse(n, std::string("k / v are ") + ir::dtype_name(g.values[n.inputs[1]].dtype) +
-                             " (an f16 KV cache in host memory, written by kv_write on the CPU): "
-                             "attention over it runs on the CPU");
+      // k / v: f32 activations, or a KV cache (f32 or f16 state memory) read in place.
       const int32_t hd = n.attrs.head_dim;
       if (hd % p.tile_k != 0 || hd > 256)
         return refuse(n, "head_dim " + std::to_string(hd) + " is not a multiple of " +
@@ -129,10 +127,11 @@ Status op_supported(const Params& p, const ir::Graph& g, const ir::Node& n,
     case ir::Op::kSplit:
       return Status::ok();
     case ir::Op::kKvWrite:
-      // TODO(#8): keep KV caches resident in device memory (hal.h, States) and write them by SDMA.
-      return refuse(n,
-                    "KV cache writes (state values) are not modelled on the NPU yet: the cache "
-                    "stays in host memory and kv_write runs on the CPU");
+      // The cache stays where it is (shared DRAM; on a card, device memory): SDMA writes the rows.
+      if (max_extents != nullptr && max_extents[n.inputs[0]].d[1] > INT32_MAX)
+        return refuse(n, std::to_string(max_extents[n.inputs[0]].d[1]) +
+                             " cache cells: cells are i32 indices");
+      return Status::ok();
     case ir::Op::kGather:
     case ir::Op::kSegmentMean:
       return refuse(n,

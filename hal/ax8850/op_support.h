@@ -12,8 +12,9 @@
 //    in a group's OCM, so 2 * T * head_dim * 2 + tile_m * T * 4 bytes must fit in ocm_bytes; past
 //    that length the node falls back (a modelled limit: the OCM size is not published, see
 //    params.h). head_dim must be a multiple of tile_k and at most 256.
-//  - kv_write is refused (the cache, a state value, stays in host memory; TODO(#8)), and so is
-//    attention over an f16 KV cache (k / v f16): it runs on the CPU beside the cache.
+//  - kv_write (SDMA) writes rows into a KV cache (a state value, f32 or f16) where it lives:
+//    shared DRAM on the chip, device memory on a PCIe card (hal.h "States"); attention reads the
+//    cache in place. Caches of more than 2^31 - 1 cells are refused (cells are i32).
 //  - Everything else (padding to the MAC tile, OCM spills of large matrices) costs time in the cost
 //    model but is not a refusal.
 #pragma once

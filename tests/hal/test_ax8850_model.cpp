@@ -167,27 +167,68 @@ TEST_CASE("ax8850 op support: weight dtypes and the attention length rule") {
     CHECK(op_supported(p, g, g.nodes[0], nullptr).code() == StatusCode::kUnsupported);
   }
   {
-    // An f16 KV cache: kv_write is refused either way; attention over f16 k / v is refused too
-    // (the cache stays in host memory), attention over f32 k / v is not.
+    // A KV cache, f32 or f16: kv_write writes it in place (SDMA) and attention reads it.
     for (DType kv : {DType::kF32, DType::kF16}) {
       tools::TinyModelConfig cfg;
       cfg.d_model = 128;  // head_dim 32: a multiple of tile_k
       cfg.kv_dtype = kv;
       auto g = tools::make_tiny_decoder(cfg, 5);
       REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
-      int attentions = 0;
+      int attentions = 0, writes = 0;
       for (const ir::Node& n : g->nodes) {
-        if (n.op != ir::Op::kAttention) continue;
-        ++attentions;
+        if (n.op != ir::Op::kAttention && n.op != ir::Op::kKvWrite) continue;
+        (n.op == ir::Op::kAttention ? attentions : writes) += 1;
         Status s = op_supported(p, *g, n, nullptr);
-        if (kv == DType::kF32) {
-          CHECK_MESSAGE(s.is_ok(), s.to_string());
-        } else {
-          CHECK(s.code() == StatusCode::kUnsupported);
-          CHECK(contains(s.message(), "k / v are f16"));
-        }
+        CHECK_MESSAGE(s.is_ok(), s.to_string());
       }
+      CHECK(op_rule(ir::Op::kKvWrite).unit == Unit::kSdma);
       CHECK(attentions == cfg.n_layers);
+      CHECK(writes == 2 * cfg.n_layers);
+    }
+  }
+}
+
+TEST_CASE(
+    "ax8850 cost: kv_write moves the rows it writes, not the cache; attention reads the "
+    "cache in its dtype") {
+  const Params p = params_ax8850();
+  for (DType kv : {DType::kF32, DType::kF16}) {
+    const uint64_t esize = kv == DType::kF16 ? 2 : 4;
+    ir::GraphBuilder b;
+    const int cells = b.symbol("cells", 1, int64_t{1} << 20);
+    const int seq = b.symbol("seq", 1, 64);
+    auto s3 = [](int a, int64_t w) {
+      return Shape::of({ir::Dim::fixed(1), ir::Dim::sym(a), ir::Dim::fixed(w)});
+    };
+    const ValueId ids =
+        b.input("cells", DType::kI32, Shape::of({ir::Dim::fixed(1), ir::Dim::sym(seq)}),
+                ir::InputRole::kCacheCells);
+    const ValueId rows = b.input("k", DType::kF32, s3(seq, 64));
+    const ValueId q = b.input("q", DType::kF32, s3(seq, 128));
+    const ValueId st = b.state("k_cache", kv, s3(cells, 64));
+    const ValueId w = b.kv_write(st, rows, ids, "write");
+    ir::Attrs at;
+    at.n_heads = 2;
+    at.n_kv_heads = 1;
+    at.head_dim = 64;
+    b.output(b.attention(q, w, w, ir::kNoValue, {}, at, "attn"), "y");
+    auto g = std::move(b).finish();
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    for (int64_t c : {64, 4096}) {
+      CAPTURE(c);
+      const auto e = extents_at(*g, {c, 3});
+      OpContext ctx;
+      const OpCost wc = npu_op_cost(p, *g, g->nodes[0], e.data(), Part{}, ctx);
+      CHECK(wc.unit == Unit::kSdma);
+      CHECK(wc.macs == 0);
+      CHECK(wc.vector_elems == 0);
+      // 3 rows of 64 read as bf16, stored in the cache's dtype, and 3 cell ids.
+      CHECK(wc.dram_bytes == 3 * 64 * 2 + 3 * 64 * esize + 3 * 4);
+      CHECK(kv_write_bytes(*g, g->nodes[0], e.data()) == 3 * 64 * esize);
+      CHECK(device_bytes(*g, w, e[w]) == static_cast<uint64_t>(c) * 64 * esize);
+      // Attention reads q (bf16), K and V from the cache (its dtype), writes its output.
+      const OpCost ac = npu_op_cost(p, *g, g->nodes[1], e.data(), Part{}, ctx);
+      CHECK(ac.dram_bytes == 3 * 128 * 2 + 2 * static_cast<uint64_t>(c) * 64 * esize + 3 * 128 * 2);
     }
   }
 }

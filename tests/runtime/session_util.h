@@ -81,7 +81,7 @@ inline TinyRun make_run(const ir::Graph& g, const runtime::SessionOptions& opts,
   REQUIRE_MESSAGE(st.is_ok(), st.to_string());
   if (!g.states.empty()) {
     r.kv = make_cache(g, cells);
-    st = r.session->bind_states(r.kv.cache->state_regions());
+    st = r.kv.cache->bind(*r.session);
     REQUIRE_MESSAGE(st.is_ok(), st.to_string());
   }
   return r;

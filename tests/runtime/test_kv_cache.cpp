@@ -1,15 +1,19 @@
 // The KV cache (runtime/kv_cache.h): cell bookkeeping, and the tiny decoder run through it, where
 // decoding token by token (and prefilling in chunks, interleaving sequences, sharing a prefix,
 // decoding two sequences in one batch) gives the logits of one full causal forward pass; the same
-// with the layers on the AX8850 simulator and kv_write on the cpu; kv_write's cpu rules and cost.
+// with the layers and the cache on the AX8850 simulator (chip and card, the card's link bytes);
+// kv_write's cpu rules and cost.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "hal/ax8850/ax8850.h"
+#include "hal/ax8850/cost_model.h"
 #include "hal/hal.h"
 #include "ir/builder.h"
 #include "kernels/kernels.h"
@@ -214,8 +218,9 @@ struct Decoder {
   // `npu_host` (non-empty: "chip" or "pcie") puts the layers on the ax8850 in its f32 reference
   // mode, whole nodes, with the cpu as the fallback.
   Decoder(const std::string& kernels, int threads, int64_t cells, DType matmul_dtype = DType::kF32,
-          const std::string& npu_host = "") {
+          const std::string& npu_host = "", DType kv_dtype = DType::kF32) {
     cfg.matmul_dtype = matmul_dtype;
+    cfg.kv_dtype = kv_dtype;
     cfg.max_seq = 32;
     cfg.max_cells = 256;
     auto made = tools::make_tiny_decoder(cfg, 11);
@@ -391,37 +396,104 @@ TEST_CASE("decoding token by token through the KV cache gives the full causal fo
       }
 }
 
+// The ax8850 backend's counters.
+hal::ax8850::DeviceCounters npu_counters(const Decoder& d) {
+  auto c = hal::ax8850::device_counters(*d.run.session->backend("ax8850"));
+  REQUIRE(c.is_ok());
+  return *c;
+}
+
 TEST_CASE(
-    "ax8850: the layers run on the NPU around the cpu's kv_write, bit for bit the reference") {
-  for (const char* host : {"chip", "pcie"}) {
-    CAPTURE(std::string(host));
-    Decoder ref("ref", 1, 64, DType::kBF16);
-    Decoder npu("ref", 1, 64, DType::kBF16, host);
-    int on_npu = 0, writes = 0;
-    for (size_t id = 0; id < npu.g.nodes.size(); ++id) {
-      const runtime::NodePlacement& p = npu.run.session->placement()[id];
-      if (npu.g.nodes[id].op == ir::Op::kKvWrite) {
-        ++writes;
-        CHECK(p.backend == "cpu");
-        CHECK(p.fallback_reason.find("KV cache writes") != std::string::npos);
-      } else if (npu.g.nodes[id].op == ir::Op::kAttention) {
-        CHECK(p.backend == "ax8850");  // reads the cache the cpu wrote
+    "ax8850: kv_write and attention run on the NPU over the KV cache, bit for bit the "
+    "reference; the card keeps the cache in device memory") {
+  for (DType kv : {DType::kF32, DType::kF16})
+    for (const char* host : {"chip", "pcie"}) {
+      CAPTURE(std::string(host));
+      const std::string kv_name = ir::dtype_name(kv);
+      CAPTURE(kv_name);
+      const bool card = std::string(host) == "pcie";
+      Decoder ref("ref", 1, 64, DType::kBF16, "", kv);
+      Decoder npu("ref", 1, 64, DType::kBF16, host, kv);
+      int writes = 0;
+      for (size_t id = 0; id < npu.g.nodes.size(); ++id) {
+        const runtime::NodePlacement& p = npu.run.session->placement()[id];
+        const ir::Op op = npu.g.nodes[id].op;
+        if (op == ir::Op::kKvWrite) ++writes;
+        if (op == ir::Op::kKvWrite || op == ir::Op::kAttention || op == ir::Op::kMatMul)
+          CHECK_MESSAGE(p.backend == "ax8850", npu.g.nodes[id].name, ": ", p.fallback_reason);
       }
-      on_npu += p.backend == "ax8850";
+      CHECK(writes == 2 * ref.cfg.n_layers);
+      // What one token's rows of every state take: the rows a call writes through.
+      auto layout = runtime::kv_cache_layout(npu.g);
+      REQUIRE(layout.is_ok());
+      const uint64_t cell_bytes = layout->bytes_per_cell;
+      CHECK(cell_bytes == 2 * 2 * 32 * (kv == DType::kF16 ? 2 : 4));  // K, V x 2 layers x 32
+
+      const std::vector<int32_t> toks = random_tokens(12, ref.cfg.vocab, 7);
+      for (Decoder* d : {&ref, &npu}) d->cache().clear();
+      // A prefill chunk, then one token at a time.
+      const Logits a = ref.step(0, slice(toks, 0, 5)), b = npu.step(0, slice(toks, 0, 5));
+      CHECK(std::equal(a.v.begin(), a.v.end(), b.v.begin()));
+      // The card took the cache in once (the first reshape), whole.
+      const uint64_t whole = cell_bytes * 64;
+      CHECK(npu_counters(npu).state_h2d_bytes == (card ? whole : 0));
+      for (size_t t = 5; t < toks.size(); ++t) {
+        CAPTURE(t);
+        const hal::ax8850::DeviceCounters before = npu_counters(npu);
+        const Logits x = ref.step(0, {toks[t]}), y = npu.step(0, {toks[t]});
+        CHECK(std::equal(x.v.begin(), x.v.end(), y.v.begin()));
+        const hal::ax8850::DeviceCounters after = npu_counters(npu);
+        if (card) {
+          // The link bytes of the step are the cost model's, call by call.
+          const runtime::Session& s = *npu.run.session;
+          auto params = hal::ax8850::backend_params(*s.backend("ax8850"));
+          REQUIRE(params.is_ok());
+          std::vector<ir::Extents> ext;
+          for (size_t v = 0; v < npu.g.values.size(); ++v)
+            ext.push_back(s.extents(static_cast<ir::ValueId>(v)));
+          std::vector<uint8_t> on_device(npu.g.nodes.size());
+          for (size_t n = 0; n < on_device.size(); ++n)
+            on_device[n] = s.placement()[n].backend == "ax8850";
+          uint64_t h2d = 0, d2h = 0;
+          for (const runtime::ExecutableInfo& e : s.executables()) {
+            if (e.backend != "ax8850") continue;
+            std::vector<hal::ax8850::Step> steps;
+            for (size_t i = 0; i < e.nodes.size(); ++i)
+              steps.push_back({e.nodes[i], {e.parts[i].begin, e.parts[i].end}, e.parts[i].group});
+            auto ct = hal::ax8850::model_call(*params, npu.g, steps, ext.data(), false, on_device);
+            REQUIRE(ct.is_ok());
+            h2d += ct->h2d_bytes;
+            d2h += ct->d2h_bytes;
+          }
+          CHECK(after.h2d_bytes - before.h2d_bytes == h2d);
+          CHECK(after.d2h_bytes - before.d2h_bytes == d2h);
+          // Out of a decode step: the token's K / V rows (written through) and the layers'
+          // output; never the cache, which a per-call copy would move (whole bytes each way).
+          CHECK(after.d2h_bytes - before.d2h_bytes >= cell_bytes);
+          CHECK(after.d2h_bytes - before.d2h_bytes < cell_bytes + whole / 2);
+          CHECK(after.h2d_bytes - before.h2d_bytes < whole / 2);
+          CHECK(after.state_h2d_bytes == before.state_h2d_bytes);
+        } else {
+          CHECK(after.d2h_bytes + after.h2d_bytes == 0);
+        }
+      }
+      // The caller's memory holds what the device wrote (written through): the same bytes as
+      // the reference's cache.
+      for (size_t st = 0; st < ref.cache().state_regions().size(); ++st) {
+        const runtime::MemoryRegion r = ref.cache().state_regions()[st],
+                                    n = npu.cache().state_regions()[st];
+        CHECK(std::memcmp(r.data, n.data, cell_bytes / 4 * 64) == 0);  // one K or V, 64 cells
+      }
+      // A prefix the owner copies (copy_seq, as a prefix-cache hit does) continues like the
+      // reference: the bound session tells the card which rows the copy wrote.
+      const uint64_t before_copy = npu_counters(npu).state_h2d_bytes;
+      for (Decoder* d : {&ref, &npu}) REQUIRE(d->cache().copy_seq(0, 1, 8).is_ok());
+      CHECK(npu_counters(npu).state_h2d_bytes - before_copy == (card ? 8 * cell_bytes : 0));
+      for (int32_t tok : random_tokens(4, ref.cfg.vocab, 8)) {
+        const Logits x = ref.step(1, {tok}), y = npu.step(1, {tok});
+        CHECK(std::equal(x.v.begin(), x.v.end(), y.v.begin()));
+      }
     }
-    CHECK(writes == 2 * ref.cfg.n_layers);
-    CHECK(on_npu > 0);
-    const std::vector<int32_t> toks = random_tokens(12, ref.cfg.vocab, 7);
-    for (Decoder* d : {&ref, &npu}) d->cache().clear();
-    // A prefill chunk, then one token at a time.
-    const Logits a = ref.step(0, slice(toks, 0, 5)), b = npu.step(0, slice(toks, 0, 5));
-    CHECK(std::equal(a.v.begin(), a.v.end(), b.v.begin()));
-    for (size_t t = 5; t < toks.size(); ++t) {
-      CAPTURE(t);
-      const Logits x = ref.step(0, {toks[t]}), y = npu.step(0, {toks[t]});
-      CHECK(std::equal(x.v.begin(), x.v.end(), y.v.begin()));
-    }
-  }
 }
 
 TEST_CASE("cpu backend: kv_write's length rule and its cost, which is the rows written") {
