@@ -181,7 +181,8 @@ TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both ac
         runtime::KvCache* cache = run.kv.cache.get();
         for (int64_t seq : {7, 40}) {
           const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? 2 : 0);
-          // The decoder prefills batch row b as sequence b; its kv_write runs on the CPU.
+          // The decoder prefills batch row b as sequence b; its kv_write runs on the NPU (on the
+          // card into the cache it keeps in device memory).
           TokenCells tc;
           if (cache != nullptr) {
             cache->clear();
@@ -205,6 +206,13 @@ TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both ac
             Status st = s.execute(inputs, outputs);
             const long calls = alloc_hook::stop();
             REQUIRE(st.is_ok());
+            CHECK(calls == 0);
+          }
+          if (cache != nullptr) {  // the owner's copy, taken in by the card (state_written)
+            alloc_hook::start();
+            Status st = cache->copy_seq(0, 2, seq);
+            const long calls = alloc_hook::stop();
+            REQUIRE_MESSAGE(st.is_ok(), st.to_string());
             CHECK(calls == 0);
           }
         }
