@@ -12,6 +12,7 @@
 #include "hal/ax8850/cost_model.h"
 #include "hal/ax8850/op_support.h"
 #include "kernels/kernels.h"
+#include "hal/kv_write.h"
 #include "kernels/quant.h"
 
 namespace laya::hal {
@@ -680,27 +681,15 @@ Status Ax8850Backend::run_step(const Ax8850Executable& e, const ExeStep& s,
       return Status::ok();
     }
     case ir::Op::kKvWrite: {
-      // Every cell is checked first, so a bad one writes nothing. The rows go into the cache
-      // where it lives and, on a card, through to the caller's memory too (hal.h "States").
+      // The rows go into the cache where it lives and, on a card, through to the caller's memory
+      // too (hal.h "States").
       const int32_t* cells = i32(in(2));
-      for (int64_t i = 0; i < s.rows; ++i)
-        if (cells[i] < 0 || cells[i] >= s.count)
-          return status_error(
-              StatusCode::kIndexOutOfRange,
-              "kv_write '%s' (node %u): cell %d at position %lld is outside [0, %lld)",
-              e.graph->nodes[s.id].name.c_str(), s.id, cells[i], static_cast<long long>(i),
-              static_cast<long long>(s.count));
-      const float* rows = f32(in(1));
-      void* const dst[2] = {ptr(e, ctx, s.outs[0]), ctx.values[s.outs[0]].data};
-      for (int d = 0; d < (dst[0] == dst[1] ? 1 : 2); ++d)
-        for (int64_t i = 0; i < s.rows; ++i) {
-          const int64_t at = int64_t{cells[i]} * s.dim;
-          if (s.kv_type == kernels::KvType::kF16)
-            ref_.f32_to_f16(rows + i * s.dim, static_cast<uint16_t*>(dst[d]) + at, s.dim);
-          else
-            std::memcpy(static_cast<float*>(dst[d]) + at, rows + i * s.dim,
-                        static_cast<size_t>(s.dim) * sizeof(float));
-        }
+      LAYA_RETURN_IF_ERROR(kv_write_check(*e.graph, s.id, cells, s.rows, s.count));
+      void* const cache = ptr(e, ctx, s.outs[0]);
+      kv_write_rows(ref_, s.kv_type, f32(in(1)), s.rows, s.dim, cells, cache);
+      if (ctx.values[s.outs[0]].data != cache)
+        kv_write_rows(ref_, s.kv_type, f32(in(1)), s.rows, s.dim, cells,
+                      ctx.values[s.outs[0]].data);
       return Status::ok();
     }
     case ir::Op::kGelu:

@@ -13,6 +13,7 @@
 
 #include "hal/cpu/thread_pool.h"
 #include "hal/hal.h"
+#include "hal/kv_write.h"
 #include "ir/shape_infer.h"
 #include "kernels/kernels.h"
 
@@ -692,24 +693,8 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
       // The output is the cache (the state's memory); every cell index is checked first, so a bad
       // one writes nothing.
       const int32_t* cells = i32(s.in[2]);
-      for (int64_t i = 0; i < s.rows; ++i)
-        if (cells[i] < 0 || cells[i] >= s.count)
-          return status_error(
-              StatusCode::kIndexOutOfRange,
-              "kv_write '%s' (node %u): cell %d at position %lld is outside [0, %lld)",
-              e.graph->nodes[s.id].name.c_str(), s.id, cells[i], static_cast<long long>(i),
-              static_cast<long long>(s.count));
-      const float* rows = f32(s.in[1]);
-      if (s.kv_type == kernels::KvType::kF16) {
-        uint16_t* cache = static_cast<uint16_t*>(v[s.out].data);
-        for (int64_t i = 0; i < s.rows; ++i)
-          table_.f32_to_f16(rows + i * s.dim, cache + int64_t{cells[i]} * s.dim, s.dim);
-        return Status::ok();
-      }
-      float* cache = f32(s.out);
-      for (int64_t i = 0; i < s.rows; ++i)
-        std::memcpy(cache + int64_t{cells[i]} * s.dim, rows + i * s.dim,
-                    static_cast<size_t>(s.dim) * sizeof(float));
+      LAYA_RETURN_IF_ERROR(kv_write_check(*e.graph, s.id, cells, s.rows, s.count));
+      kv_write_rows(table_, s.kv_type, f32(s.in[1]), s.rows, s.dim, cells, v[s.out].data);
       return Status::ok();
     }
     case ir::Op::kGather: {
