@@ -1,13 +1,13 @@
 // The KV cache (runtime/kv_cache.h): cell bookkeeping, and the tiny decoder run through it, where
 // decoding token by token (and prefilling in chunks, interleaving sequences, sharing a prefix,
 // decoding two sequences in one batch) gives the logits of one full causal forward pass; the same
-// with the layers and the cache on the AX8850 simulator (chip and card, the card's link bytes);
-// kv_write's cpu rules and cost.
+// with the layers and the cache on the AX8850 simulator (chip and card, the card's link bytes,
+// the runner's prefix cache on the card); kv_write's cpu rules and cost.
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +17,8 @@
 #include "hal/hal.h"
 #include "ir/builder.h"
 #include "kernels/kernels.h"
+#include "runtime/decoder.h"
+#include "runtime/prefix_cache.h"
 #include "tests/ir/ir_test_util.h"
 #include "tests/runtime/session_util.h"
 
@@ -494,6 +496,75 @@ TEST_CASE(
         CHECK(std::equal(x.v.begin(), x.v.end(), y.v.begin()));
       }
     }
+}
+
+TEST_CASE("ax8850 card: the runner's prefix-cache hits give the tokens of a cold run") {
+  tools::TinyModelConfig cfg;
+  cfg.matmul_dtype = DType::kBF16;
+  cfg.max_seq = 32;
+  auto made = tools::make_tiny_decoder(cfg, 11);
+  REQUIRE(made.is_ok());
+  const ir::Graph g = std::move(made).value();
+  const int64_t chunk = 8, cells = 96;
+  runtime::SessionOptions card = cpu_options("ref", 1);
+  card.backends = {"ax8850"};
+  hal::BackendOptions npu;
+  npu.settings = {{"host", "pcie"}};
+  card.backend_options.emplace_back("ax8850", npu);
+  card.activations = {{"ax8850", DType::kF32}};
+  card.schedule.cost_placement = false;
+  auto layout = runtime::kv_cache_layout(g);
+  REQUIRE(layout.is_ok());
+  const std::vector<int32_t> system = random_tokens(12, cfg.vocab, 21);
+  // Per setup: the tokens of three requests (a system prompt + a question each; greedy, 6 new
+  // tokens), with and without the prefix cache.
+  auto run = [&](const runtime::SessionOptions& base, bool prefix, uint64_t* taken_in) {
+    auto so = runtime::decoder_session_options(base, g, chunk, cells);
+    REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
+    TinyRun r = make_run(g, *so, cells);
+    auto lb = runtime::DecoderRunner::logits_bytes(g, chunk);
+    REQUIRE(lb.is_ok());
+    auto logits = runtime::RegionBuffer::alloc(*lb, runtime::kRegionAlign, false);
+    REQUIRE(logits.is_ok());
+    auto runner = runtime::DecoderRunner::create(*r.session, *r.kv.cache, logits->region(), chunk);
+    REQUIRE_MESSAGE(runner.is_ok(), runner.status().to_string());
+    runtime::PrefixCacheOptions po;
+    po.block_tokens = 4;
+    po.slots = 2;
+    po.budget_bytes = 32 * layout->bytes_per_cell;
+    auto pc = runtime::PrefixCache::create(*r.kv.cache, *layout, po);
+    REQUIRE_MESSAGE(pc.is_ok(), pc.status().to_string());
+    std::vector<std::vector<int32_t>> outs;
+    for (uint32_t q = 0; q < 3; ++q) {
+      std::vector<int32_t> prompt = system;
+      const std::vector<int32_t> question = random_tokens(5, cfg.vocab, 30 + q);
+      prompt.insert(prompt.end(), question.begin(), question.end());
+      runtime::GenerateRequest req;
+      req.prompt = prompt;
+      req.max_tokens = 6;
+      req.prefix_cache = prefix ? pc->get() : nullptr;
+      std::vector<int32_t> out;
+      runtime::DecoderStats stats;
+      Status st = (*runner)->generate(req, &out, &stats);
+      REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+      CHECK(stats.prefix_hit_tokens == (prefix && q > 0 ? 12 : 0));
+      outs.push_back(out);
+      REQUIRE(r.kv.cache->remove(0).is_ok());
+    }
+    if (taken_in != nullptr)
+      *taken_in = hal::ax8850::device_counters(*r.session->backend("ax8850"))->state_h2d_bytes;
+    return outs;
+  };
+  const auto cold = run(cpu_options("ref", 1), false, nullptr);
+  CHECK(run(cpu_options("ref", 1), true, nullptr) == cold);
+  uint64_t cold_in = 0, hit_in = 0;
+  CHECK(run(card, false, &cold_in) == cold);
+  CHECK(run(card, true, &hit_in) == cold);
+  // The card took the cache in once; with the prefix cache also the rows the cache's copies wrote:
+  // each request's store of its 16 whole-block prompt tokens into a slot, and the 12-token
+  // restores of requests 1 and 2.
+  CHECK(cold_in == cells * layout->bytes_per_cell);
+  CHECK(hit_in - cold_in == (3 * 16 + 2 * 12) * layout->bytes_per_cell);
 }
 
 TEST_CASE("cpu backend: kv_write's length rule and its cost, which is the rows written") {
