@@ -114,10 +114,10 @@ class DecoderRunner {
   static Result<uint64_t> logits_bytes(const ir::Graph& g, int64_t chunk);
 
   // Prepare phase, after session.bind_memory: checks the graph contract, binds the cache's states
-  // to the session (KvCache::bind, undone when the runner is destroyed), takes `logits` (>= logits_bytes(chunk), 64-byte
-  // aligned) and the prefill chunk (1 .. the session's "seq" max). `load_start` is when the caller
-  // began loading the model: Stats::load_ms is measured from it to the end of create.
-  // kInvalidArgument naming what does not fit.
+  // to the session (KvCache::bind, undone when the runner is destroyed), takes `logits` (>=
+  // logits_bytes(chunk), 64-byte aligned) and the prefill chunk (1 .. the session's "seq" max).
+  // `load_start` is when the caller began loading the model: Stats::load_ms is measured from it to
+  // the end of create. kInvalidArgument naming what does not fit.
   static Result<std::unique_ptr<DecoderRunner>> create(Session& session, KvCache& cache,
                                                        MemoryRegion logits, int64_t chunk,
                                                        SteadyClock::time_point load_start = {});

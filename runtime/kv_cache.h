@@ -96,6 +96,7 @@ class KvCache {
   static constexpr int kMaxBound = 4;
   Status bind(Session& session);
   void unbind(const Session& session);
+
   // The graph inputs k_pos / k_seq: i32 [C] (a [1, C] tensor), valid for the cache's lifetime.
   const int32_t* cell_positions() const { return pos_; }
   const int32_t* cell_seq_ids() const { return seq_; }
