@@ -1,6 +1,7 @@
 // Integer / GGUF-block matrix products (WType i8, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K),
 // per Highway target.
-// Included once per target by kernels/hwy/matmul_int.cpp (foreach_target); everything lives in
+// Included once per target by kernels/hwy/matmul_int.cpp and kernels/hwy/matmul_kquant.cpp
+// (foreach_target; each instantiates one Family, below); everything lives in
 // laya::kernels::HWY_NAMESPACE. Semantics: kernels/ref/matmul.cpp.
 //
 // Packed weights (written by pack at prepare; L = int32 lanes of the target: AVX3 16, AVX2 8,
@@ -96,6 +97,11 @@ using VI = hn::Vec<DI>;
 using VU = hn::Vec<DU>;
 using VF = hn::Vec<DF>;
 
+// The two halves of the family, compiled in separate translation units (their compile times are
+// the longest of the build, most of all under the sanitizers): i8 and the GGUF block types in
+// kernels/hwy/matmul_int.cpp, the K-quants in kernels/hwy/matmul_kquant.cpp.
+enum class Family { kBlocks, kKQuants };
+
 inline int64_t round_up(int64_t v, int64_t a) {
   return (v + a - 1) / a * a;
 }
@@ -123,10 +129,13 @@ inline constexpr int kKGroups = T == WType::kQ4_K ? 32 : (T == WType::kQ5_K ? 40
 template <WType T>
 inline constexpr int kKSub = T == WType::kQ6_K ? 16 : 8;
 
-// Register blocking per target: GEMM tiles of kMR rows x kNT column tiles (i8 and block types
-// separately: block types keep an int32 and an f32 accumulator per output vector). kP<T> tiles
-// form a packed group (below), the GEMV step; kNT divides it. q8_0 GEMVs read DRAM faster with
-// 2-tile groups than with 4 on Zen 4 (measured: ~26 vs ~21 GB/s), the other types with 4.
+// Register blocking per target: GEMM tiles of kMR<T> rows x kNT<T> column tiles (block types keep
+// an int32 or int16 and an f32 accumulator per output vector). kP<T> tiles form a packed group
+// (below), the GEMV step; kNT divides it. q8_0 GEMVs read DRAM faster with 2-tile groups than with
+// 4 on Zen 4 (measured: ~26 vs ~21 GB/s), the other types with 4. AVX2 / SSE4 block per type, as
+// measured on Zen 3 (AVX2, 16 registers; 128 x 576 x 1536, docs/kernels.md "GEMM accumulators
+// pinned"): q4_0 / q4_1 3 x 2, the K-quants 6 x 1 (their units keep more weight vectors live),
+// the rest 2 x 2.
 #if HWY_TARGET == HWY_AVX3
 inline constexpr int kMRI8 = 8, kNTI8 = 2, kMRB = 4, kNTB = 2, kPQ8 = 2, kPOther = 4;
 #elif HWY_TARGET == HWY_SCALAR
@@ -134,6 +143,18 @@ inline constexpr int kMRI8 = 2, kNTI8 = 1, kMRB = 2, kNTB = 1, kPQ8 = 2, kPOther
 #else
 inline constexpr int kMRI8 = 4, kNTI8 = 2, kMRB = 2, kNTB = 2, kPQ8 = 2, kPOther = 4;
 #endif
+inline constexpr bool kBlockPerType = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4;
+template <WType T>
+inline constexpr int kMR = T == WType::kI8                                                 ? kMRI8
+                           : !kBlockPerType                                                ? kMRB
+                           : (T == WType::kQ4_0 || T == WType::kQ4_1)                      ? 3
+                           : (T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K) ? 6
+                                                                                           : kMRB;
+template <WType T>
+inline constexpr int kNT = T == WType::kI8                                                 ? kNTI8
+                           : !kBlockPerType                                                ? kNTB
+                           : (T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K) ? 1
+                                                                                           : kNTB;
 template <WType T>
 inline constexpr int kP = kBytes<T> ? kPQ8 : kPOther;
 // GEMV software prefetch distance in bytes ahead in the group stream (0: none). Items of one
@@ -151,7 +172,8 @@ inline constexpr int64_t kPrefetchBlk = 0, kPrefetchK = 0;
 // q8_0 weights packed as they are (s8), not ^ 0x80: the targets whose DotMadd::q8 takes |w| and
 // sign(x, w) of them directly. VNNI (AVX3) needs u8 weights; SCALAR keeps the biased bytes.
 inline constexpr bool kQ8Signed = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4;
-static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0);
+static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0 &&
+              kPQ8 % kNT<WType::kQ8_0> == 0 && kPOther % kNT<WType::kQ4_K> == 0);
 
 // ---- packed weight geometry -------------------------------------------------------------------
 
@@ -394,7 +416,7 @@ XPanel x_panel(int64_t k, int64_t rows) {
 // Rows per activation panel for an m-row run.
 template <WType T>
 constexpr int64_t panel_rows(int64_t m) {
-  return m == 1 ? 1 : (T == WType::kI8 ? kMRI8 : kMRB);
+  return m == 1 ? 1 : kMR<T>;
 }
 
 template <WType T>
@@ -611,6 +633,24 @@ HWY_INLINE int32_t load_i32(const uint8_t* p) {
 //   otherwise:     acc is int32: kacc = acc + sum of the 4 products; kfinish = iacc + acc * scv.
 // madd16(a, b): pmaddwd (int16 pairs -> int32 lane sums).
 
+// The value of an accumulator, computed here: an empty asm that GCC must assume reads and
+// changes it. The micro-kernels unroll into long chains of integer vector adds, which GCC
+// reassociates into trees; those keep every product live at once and spill them (measured:
+// the AVX2 2x2 q4_0 GEMM kept 20 of a block's 32 pmaddubsw results on the stack). Pinning each
+// partial sum keeps the chains in program order: one live accumulator per output vector. The
+// policies' nib and kacc pin their results on AVX2 / SSE4 (16 registers); AVX3 (32 registers)
+// stays as it was measured on the Xeon, SCALAR has no vector chains.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+HWY_INLINE VI pin(VI v) {
+  asm("" : "+x"(v.raw));
+  return v;
+}
+#else
+HWY_INLINE VI pin(VI v) {
+  return v;
+}
+#endif
+
 #if HWY_TARGET == HWY_AVX3
 #define LAYA_MI_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 struct DotVnni {
@@ -632,7 +672,7 @@ struct DotMadd {
   static constexpr bool kBiased = false;
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m512i p = _mm512_maddubs_epi16(w.raw, x.raw);
-    return VI{_mm512_add_epi32(acc.raw, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))};
+    return pin(VI{_mm512_add_epi32(acc.raw, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m512i ws = _mm512_xor_si512(w.raw, _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -643,7 +683,7 @@ struct DotMadd {
   static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = true;
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
-    return VI{_mm512_add_epi16(acc.raw, _mm512_maddubs_epi16(a.raw, b.raw))};
+    return pin(VI{_mm512_add_epi16(acc.raw, _mm512_maddubs_epi16(a.raw, b.raw))});
   }
   static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
     return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
@@ -658,7 +698,7 @@ struct DotMadd {
   static constexpr bool kBiased = false;
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m256i p = _mm256_maddubs_epi16(w.raw, x.raw);
-    return VI{_mm256_add_epi32(acc.raw, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))};
+    return pin(VI{_mm256_add_epi32(acc.raw, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m256i ws = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
@@ -670,7 +710,7 @@ struct DotMadd {
   }
   static constexpr bool kI16 = true;
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
-    return VI{_mm256_add_epi16(acc.raw, _mm256_maddubs_epi16(a.raw, b.raw))};
+    return pin(VI{_mm256_add_epi16(acc.raw, _mm256_maddubs_epi16(a.raw, b.raw))});
   }
   static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
     return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
@@ -685,7 +725,7 @@ struct DotMadd {
   static constexpr bool kBiased = false;
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m128i p = _mm_maddubs_epi16(w.raw, x.raw);
-    return VI{_mm_add_epi32(acc.raw, _mm_madd_epi16(p, _mm_set1_epi16(1)))};
+    return pin(VI{_mm_add_epi32(acc.raw, _mm_madd_epi16(p, _mm_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m128i ws = _mm_xor_si128(w.raw, _mm_set1_epi8(static_cast<char>(0x80)));
@@ -697,7 +737,7 @@ struct DotMadd {
   }
   static constexpr bool kI16 = true;
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
-    return VI{_mm_add_epi16(acc.raw, _mm_maddubs_epi16(a.raw, b.raw))};
+    return pin(VI{_mm_add_epi16(acc.raw, _mm_maddubs_epi16(a.raw, b.raw))});
   }
   static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
     return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
@@ -820,17 +860,19 @@ inline void store_block(const float* out, int64_t ostride, int64_t mr, float* y,
 #undef LAYA_MI_ATTR
 #undef LAYA_MI_DOT
 
-// Installs i8 / q8_0 / q4_0 / q4_1 / q5_0 / q5_1 and the K-quants for this target (with VNNI when allowed and available).
-inline void FillMatmulInt(KernelTable& t, bool allow_vnni) {
+// Installs family F's types for this target (with VNNI when allowed and available). Each
+// translation unit of the family wraps one F in its HWY_EXPORTed filler.
+template <matmul_int::Family F>
+void FillMatmulIntFamily(KernelTable& t, bool allow_vnni) {
 #if HWY_TARGET == HWY_AVX3
   __builtin_cpu_init();
   if (allow_vnni && __builtin_cpu_supports("avx512vnni")) {
-    matmul_int_vnni::install(t);
+    matmul_int_vnni::install<F>(t);
     return;
   }
 #endif
   (void)allow_vnni;
-  matmul_int_madd::install(t);
+  matmul_int_madd::install<F>(t);
 }
 
 // Test hook: this target's activation quantizer for `type`, written out in quant.h's layout

@@ -1,4 +1,6 @@
-// Integer / GGUF-block matmul family: HWY_EXPORT tables and the KernelTable filler.
+// Integer matmul family, first half: i8 and the GGUF block types (q8_0, q4_0, q4_1, q5_0, q5_1),
+// their HWY_EXPORT tables and the KernelTable filler, and the family's test hooks. The K-quants
+// are the other half (kernels/hwy/matmul_kquant.cpp).
 #include <cstdlib>
 
 #undef HWY_TARGET_INCLUDE
@@ -7,6 +9,14 @@
 #include "hwy/highway.h"
 #include "kernels/hwy/matmul_int-inl.h"
 
+HWY_BEFORE_NAMESPACE();
+namespace laya::kernels::HWY_NAMESPACE {
+void FillMatmulIntBlocks(KernelTable& t, bool allow_vnni) {
+  FillMatmulIntFamily<matmul_int::Family::kBlocks>(t, allow_vnni);
+}
+}  // namespace laya::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
 #if HWY_ONCE
 #include "kernels/hwy/dispatch.h"
 #include "kernels/hwy/fill.h"
@@ -14,15 +24,16 @@
 
 namespace laya::kernels {
 
-HWY_EXPORT(FillMatmulInt);
+HWY_EXPORT(FillMatmulIntBlocks);
 HWY_EXPORT(QuantizeActForTest);
 
 void hwy_fill::matmul_int(KernelTable& t, int64_t target) {
-  LAYA_HWY_PICK(FillMatmulInt, target)(t, true);
+  hwy_matmul_int::fill(t, target, true);
 }
 
 void hwy_matmul_int::fill(KernelTable& t, int64_t target, bool allow_vnni) {
-  LAYA_HWY_PICK(FillMatmulInt, target)(t, allow_vnni);
+  LAYA_HWY_PICK(FillMatmulIntBlocks, target)(t, allow_vnni);
+  fill_kquant(t, target, allow_vnni);
 }
 
 float hwy_matmul_int::quantize_act(int64_t target, WType type, const float* x, int64_t k,

@@ -1,5 +1,6 @@
-// Test hooks of the integer matmul family (kernels/hwy/matmul_int.cpp). The runtime reaches the
-// family only through kernel_table_hwy(); these entry points exist for tests/kernels/.
+// Test hooks of the integer matmul family (kernels/hwy/matmul_int.cpp, matmul_kquant.cpp). The
+// runtime reaches the family only through kernel_table_hwy(); these entry points exist for
+// tests/kernels/.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +9,21 @@
 
 namespace laya::kernels::hwy_matmul_int {
 
-// Installs every int-family type (kernels/matmul.inc) for `target` (a bit from kernel_hwy_targets()) into t.
+// Installs every int-family type (kernels/matmul.inc) for `target` (a bit from
+// kernel_hwy_targets()) into t, both halves (matmul_int.cpp and matmul_kquant.cpp).
 // allow_vnni = false forces the pmaddubsw path on AVX3 even when the CPU has AVX512-VNNI, so
 // tests cover the path a CPU without VNNI takes. hwy_fill::matmul_int passes true.
 void fill(KernelTable& t, int64_t target, bool allow_vnni);
 
+// The K-quant half of fill (kernels/hwy/matmul_kquant.cpp).
+void fill_kquant(KernelTable& t, int64_t target, bool allow_vnni);
+
 // The activation quantizer `target`'s kernels for weight type `type` use, written out in
 // quant.h's formats: i8 -> int8 out[k] and returns the scale (quantize_row_i8); q8_0 / q4_0 /
 // q5_0 -> BlockQ8_0 out[k / 32] (quantize_act_q8_0); q4_1 / q5_1 -> BlockQ8_1 out[k / 32]
-// (quantize_act_q8_1);
-// K-quants -> BlockQ8_K out[k / 256] (quantize_row_q8_K; bsums recomputed from the values).
-// Returns 0 for block types, -1 when a K-quant kernel's own sub-block sums disagree with its values. Allocates (a test helper, not an execute-time entry point).
+// (quantize_act_q8_1); K-quants -> BlockQ8_K out[k / 256] (quantize_row_q8_K; bsums recomputed
+// from the values). Returns 0 for block types, -1 when a K-quant kernel's own sub-block sums
+// disagree with its values. Allocates (a test helper, not an execute-time entry point).
 float quantize_act(int64_t target, WType type, const float* x, int64_t k, void* out);
 
 }  // namespace laya::kernels::hwy_matmul_int

@@ -715,20 +715,19 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
                  [&](int64_t b, int64_t e) { run_items<T, 1, kP<T>>(c, 1, 1, b, e); });
     return;
   }
-  constexpr int kMR = T == WType::kI8 ? kMRI8 : kMRB;
-  constexpr int kNT = T == WType::kI8 ? kNTI8 : kNTB;
-  const int64_t panels = geo.groups * (kP<T> / kNT);
+  const int64_t panels = geo.groups * (kP<T> / kNT<T>);
   // q5: twice the rows per item, over which each expanded slice is shared (run_items_q5x).
-  const int64_t chunk = (kQ5<T> ? 32 : 16) * kMR;
+  const int64_t chunk = (kQ5<T> ? 32 : 16) * kMR<T>;
   const int64_t n_chunks = (m + chunk - 1) / chunk;
   if constexpr (kQ5<T>) {
-    static_assert(kMR > 1);  // XR > 1: micro_blk reads the expanded records
+    static_assert(kMR<T> > 1);  // XR > 1: micro_blk reads the expanded records
     parallel_for(pool, panels * n_chunks, 1, [&](int64_t b, int64_t e) {
-      run_items_q5x<T, kMR, kNT>(c, chunk, n_chunks, b, e);
+      run_items_q5x<T, kMR<T>, kNT<T>>(c, chunk, n_chunks, b, e);
     });
   } else {
-    parallel_for(pool, panels * n_chunks, 1,
-                 [&](int64_t b, int64_t e) { run_items<T, kMR, kNT>(c, chunk, n_chunks, b, e); });
+    parallel_for(pool, panels * n_chunks, 1, [&](int64_t b, int64_t e) {
+      run_items<T, kMR<T>, kNT<T>>(c, chunk, n_chunks, b, e);
+    });
   }
 }
 
@@ -742,16 +741,22 @@ MatmulKernel make() {
   return kern;
 }
 
-inline void install(KernelTable& t) {
-  t.matmul[static_cast<int>(WType::kI8)] = make<WType::kI8>();
-  t.matmul[static_cast<int>(WType::kQ8_0)] = make<WType::kQ8_0>();
-  t.matmul[static_cast<int>(WType::kQ4_0)] = make<WType::kQ4_0>();
-  t.matmul[static_cast<int>(WType::kQ4_1)] = make<WType::kQ4_1>();
-  t.matmul[static_cast<int>(WType::kQ5_0)] = make<WType::kQ5_0>();
-  t.matmul[static_cast<int>(WType::kQ5_1)] = make<WType::kQ5_1>();
-  t.matmul[static_cast<int>(WType::kQ4_K)] = make<WType::kQ4_K>();
-  t.matmul[static_cast<int>(WType::kQ5_K)] = make<WType::kQ5_K>();
-  t.matmul[static_cast<int>(WType::kQ6_K)] = make<WType::kQ6_K>();
+// Installs family F's types (matmul_int::Family) into t.
+template <Family F>
+void install(KernelTable& t) {
+  auto put = [&t](WType w, MatmulKernel k) { t.matmul[static_cast<int>(w)] = k; };
+  if constexpr (F == Family::kBlocks) {
+    put(WType::kI8, make<WType::kI8>());
+    put(WType::kQ8_0, make<WType::kQ8_0>());
+    put(WType::kQ4_0, make<WType::kQ4_0>());
+    put(WType::kQ4_1, make<WType::kQ4_1>());
+    put(WType::kQ5_0, make<WType::kQ5_0>());
+    put(WType::kQ5_1, make<WType::kQ5_1>());
+  } else {
+    put(WType::kQ4_K, make<WType::kQ4_K>());
+    put(WType::kQ5_K, make<WType::kQ5_K>());
+    put(WType::kQ6_K, make<WType::kQ6_K>());
+  }
 }
 
 }  // namespace LAYA_MI_NS

@@ -1,0 +1,31 @@
+// Integer matmul family, second half: the K-quants (q4_K, q5_K, q6_K), their HWY_EXPORT table and
+// KernelTable filler. The kernels are kernels/hwy/matmul_int-inl.h's, as for the first half
+// (kernels/hwy/matmul_int.cpp); a translation unit of its own so the two compile in parallel.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/hwy/matmul_kquant.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/hwy/matmul_int-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace laya::kernels::HWY_NAMESPACE {
+void FillMatmulIntKQuants(KernelTable& t, bool allow_vnni) {
+  FillMatmulIntFamily<matmul_int::Family::kKQuants>(t, allow_vnni);
+}
+}  // namespace laya::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "kernels/hwy/dispatch.h"
+#include "kernels/hwy/matmul_int.h"
+
+namespace laya::kernels {
+
+HWY_EXPORT(FillMatmulIntKQuants);
+
+void hwy_matmul_int::fill_kquant(KernelTable& t, int64_t target, bool allow_vnni) {
+  LAYA_HWY_PICK(FillMatmulIntKQuants, target)(t, allow_vnni);
+}
+
+}  // namespace laya::kernels
+#endif  // HWY_ONCE
