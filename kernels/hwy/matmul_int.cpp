@@ -1,6 +1,6 @@
-// Integer matmul family, first half: i8 and the GGUF block types (q8_0, q4_0, q4_1, q5_0, q5_1),
-// their HWY_EXPORT tables and the KernelTable filler, and the family's test hooks. The K-quants
-// are the other half (kernels/hwy/matmul_kquant.cpp).
+// Integer matmul family, first half: i8 and the GGUF block types (q8_0, q4_0, q4_1, q5_0, q5_1)
+// and their HWY_EXPORT table, the family's KernelTable filler (both halves) and its test hooks.
+// The K-quants are the other half (kernels/hwy/matmul_kquant.cpp).
 #include <cstdlib>
 
 #undef HWY_TARGET_INCLUDE

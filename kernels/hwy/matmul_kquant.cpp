@@ -1,6 +1,7 @@
-// Integer matmul family, second half: the K-quants (q4_K, q5_K, q6_K), their HWY_EXPORT table and
-// KernelTable filler. The kernels are kernels/hwy/matmul_int-inl.h's, as for the first half
-// (kernels/hwy/matmul_int.cpp); a translation unit of its own so the two compile in parallel.
+// Integer matmul family, second half: the K-quants (q4_K, q5_K, q6_K) and their HWY_EXPORT table,
+// installed by hwy_matmul_int::fill_kquant, which the family's filler (kernels/hwy/matmul_int.cpp)
+// calls. The kernels are kernels/hwy/matmul_int-inl.h's, as for the first half; a translation unit
+// of its own so the two compile in parallel.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/hwy/matmul_kquant.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
