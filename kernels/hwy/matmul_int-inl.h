@@ -621,6 +621,28 @@ HWY_INLINE int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
+#if HWY_TARGET == HWY_AVX2
+// The 8 K-quant sub-block scales at p (u8; kSigned: i8) as DotMadd::kscale returns them, each in
+// both int16 halves of its lane: one broadcast load and one pshufb (u8), plus an arithmetic shift
+// (i8: the byte lands in each half's high byte), where a widening load and kscale take four ops.
+template <bool kSigned>
+HWY_INLINE VI kscale8(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  const __m256i b = _mm256_set1_epi64x(v);  // both 128-bit halves hold the 8 bytes
+  constexpr char z = -1;                    // pshufb: high bit set writes 0
+  if constexpr (!kSigned) {
+    const __m256i idx = _mm256_setr_epi8(0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3, z,  //
+                                         4, z, 4, z, 5, z, 5, z, 6, z, 6, z, 7, z, 7, z);
+    return VI{_mm256_shuffle_epi8(b, idx)};
+  } else {
+    const __m256i idx = _mm256_setr_epi8(z, 0, z, 0, z, 1, z, 1, z, 2, z, 2, z, 3, z, 3,  //
+                                         z, 4, z, 4, z, 5, z, 5, z, 6, z, 6, z, 7, z, 7);
+    return VI{_mm256_srai_epi16(_mm256_shuffle_epi8(b, idx), 8)};
+  }
+}
+#endif
+
 // ---- dot-product policies ----------------------------------------------------------------------
 // nib(acc, w, x): acc + sum over each lane's 4 byte pairs of u8(w) * s8(x), w in [0, 31].
 // s8(acc, w, x):  w holds biased weights (w_true ^ 0x80); adds sum u8(w) * s8(x) when kBiased
@@ -634,34 +656,44 @@ HWY_INLINE int32_t load_i32(const uint8_t* p) {
 // madd16(a, b): pmaddwd (int16 pairs -> int32 lane sums).
 
 // The value of an accumulator, computed here: an empty asm that GCC must assume reads and
-// changes it. The micro-kernels unroll into long chains of integer vector adds, which GCC
-// reassociates into trees; those keep every product live at once and spill them (measured:
-// the AVX2 2x2 q4_0 GEMM kept 20 of a block's 32 pmaddubsw results on the stack). Pinning each
-// partial sum keeps the chains in program order: one live accumulator per output vector. The
-// policies' nib and kacc pin their results on AVX2 / SSE4 (16 registers); AVX3 (32 registers)
-// stays as it was measured on the Xeon, SCALAR has no vector chains.
+// changes it (kOn; otherwise v as it is). The micro-kernels unroll into long chains of integer
+// vector adds, which GCC reassociates into trees; those keep every product live at once and spill
+// them (measured: the AVX2 2x2 q4_0 GEMM kept 20 of a block's 32 pmaddubsw results on the stack).
+// Pinning each partial sum keeps the chains in program order: one live accumulator per output
+// vector. The policies' nib and kacc pin on AVX2 / SSE4 (16 registers); AVX3 (32 registers) stays
+// as it was measured on the Xeon, SCALAR has no vector chains. Where: kPinOut pins each sum as
+// it leaves the add, otherwise the accumulator going in; both keep the order. The K-quant GEMVs
+// pin on the way in (kPinOutFor<1>): pinned on the way out, GCC computed their sums into a scratch
+// register and copied each back (8 vmovdqa per 36 vector ops of the q4_K GEMV's loop), and
+// they ran 1.06-1.4x faster in cache without (Zen 3, docs/kernels.md). Everything else pins on
+// the way out: the GEMMs ran 1.2-1.9x slower pinned on the way in, the block types' GEMVs
+// showed no gain.
+template <bool kOn>
+HWY_INLINE VI pin(VI v) {
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
-HWY_INLINE VI pin(VI v) {
-  asm("" : "+x"(v.raw));
-  return v;
-}
-#else
-HWY_INLINE VI pin(VI v) {
-  return v;
-}
+  if constexpr (kOn) asm("" : "+x"(v.raw));
 #endif
+  return v;
+}
+// The K-quant micro-kernels' pin position for XR activation rows (XR == 1: a GEMV).
+template <int XR>
+inline constexpr bool kPinOutFor = XR > 1;
 
 #if HWY_TARGET == HWY_AVX3
 #define LAYA_MI_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 struct DotVnni {
   static constexpr bool kBiased = true;
+  template <bool kPinOut = true>
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, x.raw)};
   }
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI s8(VI acc, VI w, VI x) { return nib(acc, w, x); }
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = false;
-  LAYA_MI_VNNI_ATTR static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return nib(acc, a, b); }
+  template <bool kPinOut = true>
+  LAYA_MI_VNNI_ATTR static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return nib<kPinOut>(acc, a, b);
+  }
   static HWY_INLINE VI kscale(VI sc) { return sc; }
   static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
     return VI{_mm512_add_epi32(iacc.raw, _mm512_mullo_epi32(acc.raw, scv.raw))};
@@ -670,9 +702,11 @@ struct DotVnni {
 };
 struct DotMadd {
   static constexpr bool kBiased = false;
+  template <bool kPinOut = true>
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m512i p = _mm512_maddubs_epi16(w.raw, x.raw);
-    return pin(VI{_mm512_add_epi32(acc.raw, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))});
+    return pin<kPinOut>(
+        VI{_mm512_add_epi32(pin<!kPinOut>(acc).raw, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m512i ws = _mm512_xor_si512(w.raw, _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -682,8 +716,10 @@ struct DotMadd {
   }
   static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = true;
+  template <bool kPinOut = true>
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
-    return pin(VI{_mm512_add_epi16(acc.raw, _mm512_maddubs_epi16(a.raw, b.raw))});
+    return pin<kPinOut>(
+        VI{_mm512_add_epi16(pin<!kPinOut>(acc).raw, _mm512_maddubs_epi16(a.raw, b.raw))});
   }
   static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
     return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
@@ -696,9 +732,11 @@ struct DotMadd {
 #elif HWY_TARGET == HWY_AVX2
 struct DotMadd {
   static constexpr bool kBiased = false;
+  template <bool kPinOut = true>
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m256i p = _mm256_maddubs_epi16(w.raw, x.raw);
-    return pin(VI{_mm256_add_epi32(acc.raw, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))});
+    return pin<kPinOut>(
+        VI{_mm256_add_epi32(pin<!kPinOut>(acc).raw, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m256i ws = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
@@ -709,8 +747,10 @@ struct DotMadd {
     return nib(acc, VI{_mm256_abs_epi8(w.raw)}, VI{_mm256_sign_epi8(x.raw, w.raw)});
   }
   static constexpr bool kI16 = true;
+  template <bool kPinOut = true>
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
-    return pin(VI{_mm256_add_epi16(acc.raw, _mm256_maddubs_epi16(a.raw, b.raw))});
+    return pin<kPinOut>(
+        VI{_mm256_add_epi16(pin<!kPinOut>(acc).raw, _mm256_maddubs_epi16(a.raw, b.raw))});
   }
   static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
     return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
@@ -723,9 +763,11 @@ struct DotMadd {
 #elif HWY_TARGET == HWY_SSE4
 struct DotMadd {
   static constexpr bool kBiased = false;
+  template <bool kPinOut = true>
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m128i p = _mm_maddubs_epi16(w.raw, x.raw);
-    return pin(VI{_mm_add_epi32(acc.raw, _mm_madd_epi16(p, _mm_set1_epi16(1)))});
+    return pin<kPinOut>(
+        VI{_mm_add_epi32(pin<!kPinOut>(acc).raw, _mm_madd_epi16(p, _mm_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m128i ws = _mm_xor_si128(w.raw, _mm_set1_epi8(static_cast<char>(0x80)));
@@ -736,8 +778,9 @@ struct DotMadd {
     return nib(acc, VI{_mm_abs_epi8(w.raw)}, VI{_mm_sign_epi8(x.raw, w.raw)});
   }
   static constexpr bool kI16 = true;
+  template <bool kPinOut = true>
   static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
-    return pin(VI{_mm_add_epi16(acc.raw, _mm_maddubs_epi16(a.raw, b.raw))});
+    return pin<kPinOut>(VI{_mm_add_epi16(pin<!kPinOut>(acc).raw, _mm_maddubs_epi16(a.raw, b.raw))});
   }
   static HWY_INLINE VI kscale(VI sc) {  // sc in both int16 halves
     return hn::Or(hn::And(sc, hn::Set(DI(), 0xffff)), hn::ShiftLeft<16>(sc));
@@ -773,11 +816,17 @@ struct DotMadd {
     }
     return hn::Load(di, a);
   }
-  static HWY_INLINE VI nib(VI acc, VI w, VI x) { return dot<false>(acc, w, x); }
+  template <bool kPinOut = true>
+  static HWY_INLINE VI nib(VI acc, VI w, VI x) {
+    return dot<false>(acc, w, x);
+  }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) { return dot<true>(acc, w, x); }
   static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = false;
-  static HWY_INLINE VI kacc(VI acc, VI a, VI b) { return dot<false>(acc, a, b); }
+  template <bool kPinOut = true>
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return dot<false>(acc, a, b);
+  }
   static HWY_INLINE VI kscale(VI sc) { return sc; }
   static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) { return hn::Add(iacc, hn::Mul(acc, scv)); }
   static HWY_INLINE VI madd16(VI a, VI b) {

@@ -353,6 +353,9 @@ LAYA_MI_ATTR HWY_INLINE VI kq_scale(const MicroArgs& a, int64_t b, int j, int t)
   const DI di;
   const int64_t L = lanes();
   const uint8_t* p = a.wsc + b * a.rec + t * kKSub<T> * L + j * L;
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (Dot::kI16) return kscale8<T == WType::kQ6_K>(p);
+#endif
   if constexpr (T == WType::kQ6_K) {
     const hn::Rebind<int8_t, DI> d8;
     return Dot::kscale(hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p))));
@@ -413,8 +416,8 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
       VI wl, wh;
       kq_unpack<T, U>(a, q, g, t, &wl, &wh);
       for (int r = 0; r < MR; ++r) {
-        alo[r][t] = Dot::kacc(alo[r][t], wl, xl[r]);
-        ahi[r][t] = Dot::kacc(ahi[r][t], wh, xh[r]);
+        alo[r][t] = Dot::template kacc<kPinOutFor<XR>>(alo[r][t], wl, xl[r]);
+        ahi[r][t] = Dot::template kacc<kPinOutFor<XR>>(ahi[r][t], wh, xh[r]);
       }
     }
     if ((g + 1) % K::kChunk == 0) {
