@@ -207,13 +207,18 @@ Status DecoderRunner::step(int32_t seq, std::span<const int32_t> ids, LogitRows 
   return Status::ok();
 }
 
-Status DecoderRunner::prefill(int32_t seq, std::span<const int32_t> ids) {
+Status DecoderRunner::prefill(int32_t seq, std::span<const int32_t> ids,
+                              const hal::ProfileSink* profile, double* execute_ms) {
   if (ids.empty())
     return Status(StatusCode::kInvalidArgument, "decoder runner: prefill of no tokens");
-  for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(chunk_))
+  if (execute_ms != nullptr) *execute_ms = 0;
+  for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(chunk_)) {
+    double ms = 0;
     LAYA_RETURN_IF_ERROR(step(seq,
                               ids.subspan(i, std::min(ids.size() - i, static_cast<size_t>(chunk_))),
-                              LogitRows::kLast));
+                              LogitRows::kLast, profile, &ms));
+    if (execute_ms != nullptr) *execute_ms += ms;
+  }
   return Status::ok();
 }
 
@@ -242,8 +247,9 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
     LAYA_ASSIGN_OR_RETURN(s.prefix_hit_tokens, req.prefix_cache->restore(req.prompt, req.seq));
   }
   const int64_t rest = s.prompt_tokens - s.prefix_hit_tokens;
-  LAYA_RETURN_IF_ERROR(
-      prefill(req.seq, req.prompt.subspan(static_cast<size_t>(s.prefix_hit_tokens))));
+  LAYA_RETURN_IF_ERROR(prefill(req.seq,
+                               req.prompt.subspan(static_cast<size_t>(s.prefix_hit_tokens)),
+                               req.prefill_profile, &s.prefill_execute_ms));
   s.prefill_steps = (rest + chunk_ - 1) / chunk_;
   s.prefill_end_ms = ms_between(t0, SteadyClock::now());
   for (;;) {

@@ -67,6 +67,8 @@ struct DecoderStats {
   double decode_step_ms = 0;
   double decode_execute_ms = 0;
   double decode_pick_ms = 0;
+  // The part of the prefill (prefill_end_ms) inside Session::execute, summed over its chunks.
+  double prefill_execute_ms = 0;
   // New tokens after the first per second of decoding: (n - 1) / (token_ms[n-1] - token_ms[0]);
   // 0 with fewer than 2 tokens.
   double decode_tokens_per_s() const;
@@ -93,9 +95,11 @@ struct GenerateRequest {
   // cached prefix is copied in and only the rest is prefilled; once the first token is picked the
   // prompt's whole blocks are stored. Outputs are the same as without it.
   PrefixCache* prefix_cache = nullptr;
-  // Optional (borrowed): receives per-node times of every decode step's execute (not the
-  // prefill's); `laya-run generate --profile` sums them per op.
+  // Optional (borrowed): receive per-node times of every decode step's execute, and of the
+  // prefill chunks' executes (after a prefix-cache hit, the rest's); `laya-run generate
+  // --profile` sums them per op. One sink may serve both.
   const hal::ProfileSink* decode_profile = nullptr;
+  const hal::ProfileSink* prefill_profile = nullptr;
 };
 
 // Which rows of a step's tokens get logits: every token's (teacher forcing, scoring), or the last
@@ -145,7 +149,9 @@ class DecoderRunner {
 
   // Steps of at most chunk tokens over `ids` (non-empty), each with LogitRows::kLast;
   // last_logits() then holds the last token's. On failure the sequence keeps the chunks that ran.
-  Status prefill(int32_t seq, std::span<const int32_t> ids);
+  // `profile` and `execute_ms` as step's, over all the chunks (execute_ms: their sum).
+  Status prefill(int32_t seq, std::span<const int32_t> ids,
+                 const hal::ProfileSink* profile = nullptr, double* execute_ms = nullptr);
 
   // Prefill the prompt (its suffix after a prefix-cache hit), then pick and decode until
   // max_tokens new tokens or a stop id: `out` receives the new ids (cleared first), `stats`

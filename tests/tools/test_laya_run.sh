@@ -259,9 +259,10 @@ if [[ "$gt0" == "$g6" && "$gk1" == "$g6" ]]; then
 else
   echo "FAIL: generate greedy by options: '$gt0' / '$gk1' vs '$g6'"; fails=$((fails + 1))
 fi
-# --profile: per-op times of the decode steps (runtime/decoder.h GenerateRequest::decode_profile);
-# the same ids; the ops sum to the time inside execute's nodes, which is inside execute, which is
-# inside the token's time.
+# --profile: per-op times of the prefill and of the decode steps (runtime/decoder.h
+# GenerateRequest::prefill_profile, decode_profile); the same ids; the ops sum to the time inside
+# execute's nodes, which is inside execute, which is inside the prefill's / the token's time.
+expect 0 "prefill profile \(measured, ms over 5 prompt token\(s\) in 1 chunk\(s\)\):" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --profile
 expect 0 "decode profile \(measured, ms per token over 5 decode step\(s\)\):" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --profile
 expect 0 "^  matmul [a-z0-9_]+ \[[0-9]+, [0-9]+\] +[0-9.]+ +[0-9.]+%$" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --profile
 prof=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json --profile)
@@ -274,8 +275,15 @@ assert {"attention", "kv_write", "rmsnorm"} <= set(ops) and any(k.startswith("ma
 assert all(v >= 0 for v in ops.values()) and abs(sum(ops.values()) - p["nodes"]) < 1e-6, p
 assert 0 < p["nodes"] <= p["execute"] + 1e-9 and p["runner"] >= 0 and p["pick"] >= 0, p
 assert p["other"] > -1e-6 and abs(p["execute"] + p["runner"] + p["pick"] + p["other"] - p["token"]) < 1e-6, p
+q = json.loads(sys.argv[1])["timings"]["prefill_profile"]
+ops = q["ops"]
+assert q["tokens"] == 5 and q["chunks"] == 1, q
+assert {"attention", "kv_write", "rmsnorm"} <= set(ops) and any(k.startswith("matmul ") for k in ops), ops
+assert all(v >= 0 for v in ops.values()) and abs(sum(ops.values()) - q["nodes"]) < 1e-6, q
+assert 0 < q["nodes"] <= q["execute"] + 1e-9 and q["other"] >= 0, q
+assert abs(q["execute"] + q["other"] - q["prefill"]) < 1e-6, q
 ' "$prof"; then
-  echo "ok:   generate --profile --json: the same ids; ops, execute, runner, pick and the rest add up"
+  echo "ok:   generate --profile --json: the same ids; ops, execute, runner, pick and the rest add up (prefill and decode)"
 else
   echo "FAIL: generate --profile --json: '$prof' (greedy '$g6')"; fails=$((fails + 1))
 fi

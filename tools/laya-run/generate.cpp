@@ -87,9 +87,11 @@ constexpr const char* kGenerateUsage =
     "  --stop-after-json\n"
     "                   also stop once the reply's first JSON object (from its first '{')\n"
     "                   has closed (brackets counted outside strings)\n"
-    "  --profile        time every node of every decode step and print the decode step's\n"
-    "                   cost per token: per op (matmuls per weight type), the runner around\n"
+    "  --profile        time every node of the prefill and of every decode step and print\n"
+    "                   the prefill's cost (ms over all its chunks) and the decode step's cost\n"
+    "                   per token: per op (matmuls per weight type), the runner around\n"
     "                   execute (cache cells, reshape), the picker and the rest; --json adds\n"
+    "                   timings.prefill_profile {\"ops\": {...}, \"execute\", ...} (ms) and\n"
     "                   timings.decode_profile {\"ops\": {...}, \"execute\", ...} (ms per token)\n"
     "  --prefix-cache   keep prompt prefixes' KV (blocks of --prefix-block tokens) and reuse\n"
     "                   the longest cached one: only the rest is prefilled; --json adds\n"
@@ -234,7 +236,7 @@ struct NodeTimes {
   std::vector<double> ms;  // [graph nodes]
 };
 
-void on_decode_node(void* user, ir::NodeId node, double ms, bool /*modelled*/) {
+void on_node(void* user, ir::NodeId node, double ms, bool /*modelled*/) {
   std::vector<double>& v = static_cast<NodeTimes*>(user)->ms;
   if (node < v.size()) v[node] += ms;
 }
@@ -251,6 +253,29 @@ std::string profile_key(const ir::Graph& g, const ir::Node& n) {
   return key;
 }
 
+// Per-op rows (key, ms / n) of the node times t, largest first, and their sum.
+std::vector<std::pair<std::string, double>> op_rows(const ir::Graph& g, const NodeTimes& t,
+                                                    double n, double* sum) {
+  std::vector<std::pair<std::string, double>> rows;
+  for (size_t i = 0; i < g.nodes.size() && i < t.ms.size(); ++i) {
+    if (t.ms[i] == 0) continue;
+    const std::string key = profile_key(g, g.nodes[i]);
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == key; });
+    if (it == rows.end())
+      rows.emplace_back(key, t.ms[i]);
+    else
+      it->second += t.ms[i];
+  }
+  *sum = 0;
+  for (auto& r : rows) {
+    r.second /= n;
+    *sum += r.second;
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  return rows;
+}
+
 // The decode profile, ms per decode step: rows (key, ms) largest first, then the runner's parts.
 struct DecodeProfile {
   std::vector<std::pair<std::string, double>> ops;
@@ -262,29 +287,31 @@ DecodeProfile decode_profile(const ir::Graph& g, const NodeTimes& t,
   DecodeProfile p;
   if (s.decode_steps == 0) return p;
   const double n = static_cast<double>(s.decode_steps);
-  std::vector<std::pair<std::string, double>> rows;
-  for (size_t i = 0; i < g.nodes.size() && i < t.ms.size(); ++i) {
-    if (t.ms[i] == 0) continue;
-    const std::string key = profile_key(g, g.nodes[i]);
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == key; });
-    if (it == rows.end())
-      rows.emplace_back(key, t.ms[i]);
-    else
-      it->second += t.ms[i];
-  }
-  for (auto& r : rows) {
-    r.second /= n;
-    p.nodes += r.second;
-  }
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.second > b.second; });
-  p.ops = std::move(rows);
+  p.ops = op_rows(g, t, n, &p.nodes);
   p.execute = s.decode_execute_ms / n;
   p.runner = (s.decode_step_ms - s.decode_execute_ms) / n;
   p.pick = s.decode_pick_ms / n;
   // A decode step and its pick from one token's time to the next.
   p.token = (s.token_ms.back() - s.token_ms.front()) / n;
   p.other = p.token - s.decode_step_ms / n - p.pick;
+  return p;
+}
+
+// The prefill profile, ms over the whole prefill (all its chunks): rows (key, ms) largest first,
+// the part inside Session::execute, and the rest of the prefill's time (cache cells, reshape, a
+// prefix-cache restore).
+struct PrefillProfile {
+  std::vector<std::pair<std::string, double>> ops;
+  double execute = 0, nodes = 0, other = 0, prefill = 0;
+};
+
+PrefillProfile prefill_profile(const ir::Graph& g, const NodeTimes& t,
+                               const runtime::DecoderStats& s) {
+  PrefillProfile p;
+  p.ops = op_rows(g, t, 1.0, &p.nodes);
+  p.execute = s.prefill_execute_ms;
+  p.prefill = s.prefill_end_ms;
+  p.other = p.prefill - p.execute;
   return p;
 }
 
@@ -506,11 +533,13 @@ int cmd_generate(int argc, char** argv) {
       req.done = JsonEnd::done;
       req.done_ctx = &json_end;
     }
-    NodeTimes node_times;
-    const hal::ProfileSink sink{on_decode_node, &node_times};
+    NodeTimes node_times, prefill_times;
+    const hal::ProfileSink sink{on_node, &node_times}, prefill_sink{on_node, &prefill_times};
     if (profile) {
       node_times.ms.assign(d.graph.nodes.size(), 0.0);
+      prefill_times.ms.assign(d.graph.nodes.size(), 0.0);
       req.decode_profile = &sink;
+      req.prefill_profile = &prefill_sink;
     }
     st = d.runner->generate(req, &ids, &stats);
     if (st.is_ok()) st = d.cache->remove(0);
@@ -524,6 +553,8 @@ int cmd_generate(int argc, char** argv) {
     const char* finish = stopped ? "stop" : json_end.closed ? "json" : "length";
     const double total_ms = stats.token_ms.back();
     const DecodeProfile prof = decode_profile(d.graph, node_times, stats);
+    const PrefillProfile pprof = prefill_profile(d.graph, prefill_times, stats);
+    const int64_t prefilled = stats.prompt_tokens - stats.prefix_hit_tokens;
     if (json) {
       // Milliseconds and tokens per second to 0.1.
       auto num1 = [](double v) { return json::Value::number(std::round(v * 10.0) / 10.0); };
@@ -561,6 +592,17 @@ int cmd_generate(int argc, char** argv) {
         dp.set("other", json::Value::number(prof.other));
         dp.set("ops", std::move(ops));
         t.set("decode_profile", std::move(dp));
+        json::Value pops = json::Value::object();
+        for (const auto& [key, ms] : pprof.ops) pops.set(key, json::Value::number(ms));
+        json::Value pp = json::Value::object();
+        pp.set("tokens", json::Value::integer(prefilled));
+        pp.set("chunks", json::Value::integer(stats.prefill_steps));
+        pp.set("prefill", json::Value::number(pprof.prefill));
+        pp.set("execute", json::Value::number(pprof.execute));
+        pp.set("nodes", json::Value::number(pprof.nodes));
+        pp.set("other", json::Value::number(pprof.other));
+        pp.set("ops", std::move(pops));
+        t.set("prefill_profile", std::move(pp));
       }
       json::Value out = json::Value::object();
       out.set("prompt_ids", json_ids(prompt));
@@ -599,6 +641,18 @@ int cmd_generate(int argc, char** argv) {
           static_cast<long long>(stats.prefix_hit_tokens),
           static_cast<long long>(stats.prompt_tokens), static_cast<long long>(pc->block_tokens()),
           static_cast<long long>(pc->stats().hits), static_cast<long long>(pc->stats().misses));
+    if (profile) {
+      std::printf("prefill profile (measured, ms over %lld prompt token(s) in %lld chunk(s)):\n",
+                  static_cast<long long>(prefilled), static_cast<long long>(stats.prefill_steps));
+      auto row = [&](const std::string& name, double ms) {
+        std::printf("  %-28s %8.3f  %5.1f%%\n", name.c_str(), ms,
+                    pprof.prefill > 0 ? 100.0 * ms / pprof.prefill : 0.0);
+      };
+      for (const auto& [key, ms] : pprof.ops) row(key, ms);
+      row("(execute outside nodes)", pprof.execute - pprof.nodes);
+      row("(runner: cells, reshape)", pprof.other);
+      row("prefill", pprof.prefill);
+    }
     if (profile && stats.decode_steps > 0) {
       std::printf("decode profile (measured, ms per token over %lld decode step(s)):\n",
                   static_cast<long long>(stats.decode_steps));
