@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <memory>
 #include <numeric>
 #include <sstream>
@@ -315,6 +316,22 @@ PrefillProfile prefill_profile(const ir::Graph& g, const NodeTimes& t,
   return p;
 }
 
+// A profile's rows, "  name  ms  share of total", the ops first, then `tail`.
+void print_profile(const std::vector<std::pair<std::string, double>>& ops,
+                   std::initializer_list<std::pair<const char*, double>> tail, double total) {
+  auto row = [&](const char* name, double ms) {
+    std::printf("  %-28s %8.3f  %5.1f%%\n", name, ms, total > 0 ? 100.0 * ms / total : 0.0);
+  };
+  for (const auto& [key, ms] : ops) row(key.c_str(), ms);
+  for (const auto& [name, ms] : tail) row(name, ms);
+}
+
+json::Value json_ops(const std::vector<std::pair<std::string, double>>& ops) {
+  json::Value o = json::Value::object();
+  for (const auto& [key, ms] : ops) o.set(key, json::Value::number(ms));
+  return o;
+}
+
 json::Value json_ids(const std::vector<int32_t>& v) {
   json::Value a = json::Value::array();
   for (int32_t x : v) a.push(json::Value::integer(x));
@@ -580,8 +597,6 @@ int cmd_generate(int argc, char** argv) {
         t.set("prefix_cache", std::move(c));
       }
       if (profile) {
-        json::Value ops = json::Value::object();
-        for (const auto& [key, ms] : prof.ops) ops.set(key, json::Value::number(ms));
         json::Value dp = json::Value::object();
         dp.set("steps", json::Value::integer(stats.decode_steps));
         dp.set("token", json::Value::number(prof.token));
@@ -590,10 +605,8 @@ int cmd_generate(int argc, char** argv) {
         dp.set("runner", json::Value::number(prof.runner));
         dp.set("pick", json::Value::number(prof.pick));
         dp.set("other", json::Value::number(prof.other));
-        dp.set("ops", std::move(ops));
+        dp.set("ops", json_ops(prof.ops));
         t.set("decode_profile", std::move(dp));
-        json::Value pops = json::Value::object();
-        for (const auto& [key, ms] : pprof.ops) pops.set(key, json::Value::number(ms));
         json::Value pp = json::Value::object();
         pp.set("tokens", json::Value::integer(prefilled));
         pp.set("chunks", json::Value::integer(stats.prefill_steps));
@@ -601,7 +614,7 @@ int cmd_generate(int argc, char** argv) {
         pp.set("execute", json::Value::number(pprof.execute));
         pp.set("nodes", json::Value::number(pprof.nodes));
         pp.set("other", json::Value::number(pprof.other));
-        pp.set("ops", std::move(pops));
+        pp.set("ops", json_ops(pprof.ops));
         t.set("prefill_profile", std::move(pp));
       }
       json::Value out = json::Value::object();
@@ -644,28 +657,22 @@ int cmd_generate(int argc, char** argv) {
     if (profile) {
       std::printf("prefill profile (measured, ms over %lld prompt token(s) in %lld chunk(s)):\n",
                   static_cast<long long>(prefilled), static_cast<long long>(stats.prefill_steps));
-      auto row = [&](const std::string& name, double ms) {
-        std::printf("  %-28s %8.3f  %5.1f%%\n", name.c_str(), ms,
-                    pprof.prefill > 0 ? 100.0 * ms / pprof.prefill : 0.0);
-      };
-      for (const auto& [key, ms] : pprof.ops) row(key, ms);
-      row("(execute outside nodes)", pprof.execute - pprof.nodes);
-      row("(runner: cells, reshape)", pprof.other);
-      row("prefill", pprof.prefill);
+      print_profile(pprof.ops,
+                    {{"(execute outside nodes)", pprof.execute - pprof.nodes},
+                     {"(runner: cells, reshape)", pprof.other},
+                     {"prefill", pprof.prefill}},
+                    pprof.prefill);
     }
     if (profile && stats.decode_steps > 0) {
       std::printf("decode profile (measured, ms per token over %lld decode step(s)):\n",
                   static_cast<long long>(stats.decode_steps));
-      auto row = [&](const std::string& name, double ms) {
-        std::printf("  %-28s %8.3f  %5.1f%%\n", name.c_str(), ms,
-                    prof.token > 0 ? 100.0 * ms / prof.token : 0.0);
-      };
-      for (const auto& [key, ms] : prof.ops) row(key, ms);
-      row("(execute outside nodes)", prof.execute - prof.nodes);
-      row("(runner: cells, reshape)", prof.runner);
-      row("(pick)", prof.pick);
-      row("(other)", prof.other);
-      row("token", prof.token);
+      print_profile(prof.ops,
+                    {{"(execute outside nodes)", prof.execute - prof.nodes},
+                     {"(runner: cells, reshape)", prof.runner},
+                     {"(pick)", prof.pick},
+                     {"(other)", prof.other},
+                     {"token", prof.token}},
+                    prof.token);
     }
   }
   return 0;
