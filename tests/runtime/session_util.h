@@ -164,21 +164,29 @@ inline Status run_tiny(runtime::Session& s, const TinyInputs& in, std::vector<fl
   return run_step(s, nullptr, in, {}, out);
 }
 
-// Any tiny model: a decoder's cache is cleared and batch row b becomes sequence b (its positions
-// are then 0 .. seq - 1, as tiny_inputs makes them), prefilled in one step.
+// Clears `cache` and allocates `seq` cells for each of `batch` sequences (sequence b for batch
+// row b, positions 0 .. seq - 1, as tiny_inputs makes them): `tc` gets the cells and sequence ids
+// of the step that prefills them.
+inline Status prefill_cells(runtime::KvCache& cache, int64_t batch, int64_t seq, TokenCells* tc) {
+  cache.clear();
+  tc->cells.resize(static_cast<size_t>(batch * seq));
+  tc->seq_ids.resize(tc->cells.size());
+  for (int64_t b = 0; b < batch; ++b) {
+    LAYA_RETURN_IF_ERROR(
+        cache.alloc(static_cast<int32_t>(b), seq, tc->cells.data() + b * seq, nullptr));
+    std::fill(tc->seq_ids.begin() + b * seq, tc->seq_ids.begin() + (b + 1) * seq,
+              static_cast<int32_t>(b));
+  }
+  return Status::ok();
+}
+
+// Any tiny model: a decoder's batch row b becomes sequence b of its cleared cache (prefill_cells),
+// prefilled in one step.
 inline Status run_tiny(TinyRun& r, const TinyInputs& in, std::vector<float>* out) {
   runtime::KvCache* cache = r.kv.cache.get();
   if (cache == nullptr) return run_tiny(*r.session, in, out);
-  cache->clear();
   TokenCells tc;
-  tc.cells.resize(static_cast<size_t>(in.batch * in.seq));
-  tc.seq_ids.resize(tc.cells.size());
-  for (int64_t b = 0; b < in.batch; ++b) {
-    LAYA_RETURN_IF_ERROR(
-        cache->alloc(static_cast<int32_t>(b), in.seq, tc.cells.data() + b * in.seq, nullptr));
-    std::fill(tc.seq_ids.begin() + b * in.seq, tc.seq_ids.begin() + (b + 1) * in.seq,
-              static_cast<int32_t>(b));
-  }
+  LAYA_RETURN_IF_ERROR(prefill_cells(*cache, in.batch, in.seq, &tc));
   return run_step(*r.session, cache, in, tc, out);
 }
 

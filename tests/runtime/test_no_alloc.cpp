@@ -63,15 +63,7 @@ TEST_CASE("reshape and execute allocate nothing (1 and 2 threads, ref and auto k
           const TinyInputs in = tiny_inputs(2, seq, cfg.vocab, encoder ? 2 : 0);
           // A decoder prefills batch row b as sequence b into a cleared cache.
           TokenCells tc;
-          if (cache != nullptr) {
-            cache->clear();
-            tc.cells.resize(static_cast<size_t>(2 * seq));
-            tc.seq_ids.resize(tc.cells.size());
-            for (int32_t b = 0; b < 2; ++b) {
-              REQUIRE(cache->alloc(b, seq, tc.cells.data() + b * seq, nullptr).is_ok());
-              std::fill_n(tc.seq_ids.begin() + b * seq, seq, b);
-            }
-          }
+          if (cache != nullptr) REQUIRE(prefill_cells(*cache, 2, seq, &tc).is_ok());
           const std::vector<int64_t> sym = tiny_symbols(*g, cache, 2, seq);
           alloc_hook::start();
           Status rs = s.reshape(sym);  // reshape allocates nothing either
@@ -184,15 +176,7 @@ TEST_CASE("the ax8850 simulator allocates nothing either (chip and card, both ac
           // The decoder prefills batch row b as sequence b; its kv_write runs on the NPU (on the
           // card into the cache it keeps in device memory).
           TokenCells tc;
-          if (cache != nullptr) {
-            cache->clear();
-            tc.cells.resize(static_cast<size_t>(2 * seq));
-            tc.seq_ids.resize(tc.cells.size());
-            for (int32_t b = 0; b < 2; ++b) {
-              REQUIRE(cache->alloc(b, seq, tc.cells.data() + b * seq, nullptr).is_ok());
-              std::fill_n(tc.seq_ids.begin() + b * seq, seq, b);
-            }
-          }
+          if (cache != nullptr) REQUIRE(prefill_cells(*cache, 2, seq, &tc).is_ok());
           const std::vector<int64_t> sym = tiny_symbols(*g, cache, 2, seq);
           alloc_hook::start();
           Status rs = s.reshape(sym);
