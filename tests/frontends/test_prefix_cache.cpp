@@ -303,13 +303,8 @@ TEST_CASE("prefix cache: errors and a cache cleared behind its back") {
 }
 
 TEST_CASE("prefix cache on SmolLM2 Q4_1: a shared system prompt, the same greedy tokens") {
-  const std::string path = smollm2_path();
-  if (std::FILE* probe_file = std::fopen(path.c_str(), "rb")) {
-    std::fclose(probe_file);
-  } else {
-    MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (set LAYA_SMOLLM2_GGUF)");
-    return;
-  }
+  const std::string path = smollm2_or_skip();
+  if (path.empty()) return;
   const auto f = open_file(path);
   auto tokenizer = frontends::gguf::gguf_tokenizer(*f);
   REQUIRE(tokenizer.is_ok());

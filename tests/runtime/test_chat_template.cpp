@@ -120,11 +120,8 @@ TEST_CASE(
 }
 
 TEST_CASE("the real SmolLM2 GGUF: its tokenizer.chat_template through frontends/gguf.h") {
-  const std::string path = test::smollm2_path();
-  if (!test::file_exists(path)) {
-    MESSAGE("skipped: ", path, " is absent (tools/fetch-models.sh fetches it; CI runs it)");
-    return;
-  }
+  const std::string path = test::smollm2_or_skip();
+  if (path.empty()) return;
   Result<frontends::gguf::File> file = frontends::gguf::File::open(path);
   REQUIRE_MESSAGE(file.is_ok(), file.status().to_string());
   Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*file);

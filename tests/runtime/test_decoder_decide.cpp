@@ -376,11 +376,8 @@ TEST_CASE("decoder schema: fallback, default, refusals, needs_review") {
 }
 
 TEST_CASE("decoder decisions on SmolLM2 (LAYA_SMOLLM2_GGUF)") {
-  const std::string path = test::smollm2_path();
-  if (!test::file_exists(path)) {
-    MESSAGE("skipped: no SmolLM2 GGUF at " << path << " (tools/fetch-models.sh)");
-    return;
-  }
+  const std::string path = test::smollm2_or_skip();
+  if (path.empty()) return;
   // The reused prefix equals recomputing each question's prompt with the same prefill steps and
   // the same cells. (Q4_1 re-quantizes activations to 8 bits before every matmul, so last-bit
   // differences, from another row tiling in a single prefill of the whole prompt or other cells
