@@ -48,15 +48,10 @@ std::string gguf_path() {
 struct Setup {
   std::string error;
   ir::Graph graph;
-  std::unique_ptr<runtime::Session> session;
-  runtime::SessionBuffers buffers;
-  runtime::RegionBuffer kv_memory, logits_memory;
-  std::unique_ptr<runtime::KvCache> cache;
-  std::unique_ptr<runtime::DecoderRunner> runner;
+  runtime::DecoderInstance run;
   std::unique_ptr<runtime::PrefixCache> prefix;
   std::vector<int32_t> system;
   int64_t vocab = 0;
-  runtime::KvCacheLayout layout;
 
   Status init() {
     const std::string path = gguf_path();
@@ -85,28 +80,14 @@ struct Setup {
     runtime::SessionOptions base;
     const char* threads = std::getenv("LAYA_THREADS");
     base.backend.n_threads = threads ? std::atoi(threads) : 1;
-    LAYA_ASSIGN_OR_RETURN(runtime::SessionOptions so,
-                          runtime::decoder_session_options(base, graph, kChunk, cells));
-    LAYA_ASSIGN_OR_RETURN(session, runtime::Session::prepare(graph, so));
-    LAYA_ASSIGN_OR_RETURN(buffers, runtime::session_buffers_alloc(*session));
-    LAYA_RETURN_IF_ERROR(session->bind_memory(
-        buffers.persistent.region(), buffers.activations.region(), buffers.scratch.region()));
-    LAYA_ASSIGN_OR_RETURN(layout, runtime::kv_cache_layout(graph));
-    LAYA_ASSIGN_OR_RETURN(
-        kv_memory, runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(layout, cells),
-                                                runtime::kRegionAlign, true));
-    LAYA_ASSIGN_OR_RETURN(cache, runtime::KvCache::create(layout, cells, 3, kv_memory.region()));
-    LAYA_ASSIGN_OR_RETURN(uint64_t lb, runtime::DecoderRunner::logits_bytes(graph, kChunk));
-    LAYA_ASSIGN_OR_RETURN(logits_memory,
-                          runtime::RegionBuffer::alloc(lb, runtime::kRegionAlign, false));
-    LAYA_ASSIGN_OR_RETURN(
-        runner, runtime::DecoderRunner::create(*session, *cache, logits_memory.region(), kChunk));
+    LAYA_ASSIGN_OR_RETURN(run, runtime::DecoderInstance::create(graph, base, kChunk, cells, 3));
     runtime::PrefixCacheOptions po;
     po.block_tokens = kBlock;
     po.first_seq = 1;
     po.slots = 2;
+    const runtime::KvCacheLayout& layout = run.cache->layout();
     po.budget_bytes = static_cast<uint64_t>(prefix_cells) * layout.bytes_per_cell;
-    LAYA_ASSIGN_OR_RETURN(prefix, runtime::PrefixCache::create(*cache, layout, po));
+    LAYA_ASSIGN_OR_RETURN(prefix, runtime::PrefixCache::create(*run.cache, layout, po));
     return Status::ok();
   }
 
@@ -136,8 +117,8 @@ void run(benchmark::State& state, bool use_prefix) {
     return;
   }
   if (use_prefix) {  // the system prompt's blocks in a slot
-    (void)s->cache->remove(0);
-    if (!s->runner->prefill(0, s->system).is_ok() || !s->prefix->store(s->system, 0).is_ok()) {
+    (void)s->run.cache->remove(0);
+    if (!s->run.runner->prefill(0, s->system).is_ok() || !s->prefix->store(s->system, 0).is_ok()) {
       state.SkipWithError("prefill of the system prompt failed");
       return;
     }
@@ -145,14 +126,14 @@ void run(benchmark::State& state, bool use_prefix) {
   int64_t i = 0, hit = 0;
   for (auto _ : state) {
     const std::vector<int32_t> prompt = s->prompt(i++);
-    if (!s->cache->remove(0).is_ok()) break;
+    if (!s->run.cache->remove(0).is_ok()) break;
     runtime::GenerateRequest req;
     req.prompt = prompt;
     req.max_tokens = 1;
     req.prefix_cache = use_prefix ? s->prefix.get() : nullptr;
     std::vector<int32_t> out;
     runtime::DecoderStats stats;
-    const Status st = s->runner->generate(req, &out, &stats);
+    const Status st = s->run.runner->generate(req, &out, &stats);
     if (!st.is_ok()) {
       state.SkipWithError(st.to_string().c_str());
       return;
@@ -162,7 +143,7 @@ void run(benchmark::State& state, bool use_prefix) {
   }
   state.counters["prompt_tokens"] = static_cast<double>(kSystem + kSuffix);
   state.counters["hit_tokens"] = static_cast<double>(hit);
-  state.counters["kv_bytes_per_cell"] = static_cast<double>(s->layout.bytes_per_cell);
+  state.counters["kv_bytes_per_cell"] = static_cast<double>(s->run.cache->layout().bytes_per_cell);
 }
 
 void BM_ttft_cold(benchmark::State& state) {

@@ -281,4 +281,38 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
   }
 }
 
+Result<DecoderInstance> DecoderInstance::create(const ir::Graph& graph, const SessionOptions& base,
+                                                int64_t chunk, int64_t cells, int32_t seqs,
+                                                SteadyClock::time_point load_start) {
+  DecoderInstance d;
+  LAYA_ASSIGN_OR_RETURN(SessionOptions so, decoder_session_options(base, graph, chunk, cells));
+  LAYA_ASSIGN_OR_RETURN(d.session, Session::prepare(graph, so));
+  LAYA_ASSIGN_OR_RETURN(d.buffers, session_buffers_alloc(*d.session));
+  LAYA_RETURN_IF_ERROR(d.session->bind_memory(
+      d.buffers.persistent.region(), d.buffers.activations.region(), d.buffers.scratch.region()));
+  LAYA_ASSIGN_OR_RETURN(KvCacheLayout layout, kv_cache_layout(graph));
+  LAYA_ASSIGN_OR_RETURN(d.kv_memory, RegionBuffer::alloc(KvCache::region_bytes(layout, cells),
+                                                         kRegionAlign, /*huge=*/true));
+  LAYA_ASSIGN_OR_RETURN(d.cache, KvCache::create(layout, cells, seqs, d.kv_memory.region()));
+  LAYA_ASSIGN_OR_RETURN(uint64_t lb, DecoderRunner::logits_bytes(graph, chunk));
+  LAYA_ASSIGN_OR_RETURN(d.logits_memory, RegionBuffer::alloc(lb, kRegionAlign, /*huge=*/false));
+  LAYA_ASSIGN_OR_RETURN(
+      d.runner,
+      DecoderRunner::create(*d.session, *d.cache, d.logits_memory.region(), chunk, load_start));
+  return d;
+}
+
+DecoderInstance& DecoderInstance::operator=(DecoderInstance&& o) noexcept {
+  if (this == &o) return *this;
+  runner.reset();  // it borrows the cache, the session and the logits region
+  cache.reset();
+  session = std::move(o.session);
+  buffers = std::move(o.buffers);
+  kv_memory = std::move(o.kv_memory);
+  logits_memory = std::move(o.logits_memory);
+  cache = std::move(o.cache);
+  runner = std::move(o.runner);
+  return *this;
+}
+
 }  // namespace laya::runtime

@@ -9,6 +9,8 @@
 //   auto r = DecoderRunner::create(*s, **kv, logits_region, 128);   // binds the cache's states
 //   r->generate({.prompt = ids, .max_tokens = 16}, &out, &stats);
 //
+// DecoderInstance::create (below) does all of that with host allocations and owns the parts.
+//
 // With a prefix cache (runtime/prefix_cache.h) over the same KV cache, set
 // GenerateRequest::prefix_cache: a prompt's longest cached prefix is copied in and only the rest is
 // prefilled (DecoderStats::prefix_hit_tokens).
@@ -178,6 +180,30 @@ class DecoderRunner {
   std::vector<int64_t> symbols_;     // per graph symbol, reused by every step
   std::vector<const void*> inputs_;  // per graph input
   std::vector<int32_t> ids_, positions_, seq_ids_, cells_;  // [chunk] each
+};
+
+// A decoder ready to generate, owning all that its runner borrows: the session of `graph` planned
+// by decoder_session_options (prefill chunks of `chunk`, `cells` cells), its buffers
+// (session_buffers_alloc), a KV cache of `cells` cells for `seqs` sequences and the logits
+// region, all allocated here (host memory; an embedder with its own regions builds the same parts
+// as the example at the top). `graph` must outlive it; the runner goes first when it is destroyed
+// or assigned to.
+struct DecoderInstance {
+  std::unique_ptr<Session> session;
+  SessionBuffers buffers;
+  RegionBuffer kv_memory, logits_memory;
+  std::unique_ptr<KvCache> cache;
+  std::unique_ptr<DecoderRunner> runner;
+
+  // Errors of decoder_session_options, Session::prepare, the allocations, KvCache::create and
+  // DecoderRunner::create (`load_start` as its).
+  static Result<DecoderInstance> create(const ir::Graph& graph, const SessionOptions& base,
+                                        int64_t chunk, int64_t cells, int32_t seqs,
+                                        SteadyClock::time_point load_start = {});
+
+  DecoderInstance() = default;
+  DecoderInstance(DecoderInstance&&) noexcept = default;
+  DecoderInstance& operator=(DecoderInstance&& o) noexcept;
 };
 
 }  // namespace laya::runtime

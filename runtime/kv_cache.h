@@ -80,7 +80,8 @@ class KvCache {
   static Result<std::unique_ptr<KvCache>> create(const KvCacheLayout& layout, int64_t cells,
                                                  int32_t max_seqs, MemoryRegion region);
 
-  int64_t capacity() const { return capacity_; }  // C
+  const KvCacheLayout& layout() const { return layout_; }  // the one it was created with
+  int64_t capacity() const { return capacity_; }           // C
   int64_t n_free() const { return n_free_; }
   int32_t max_seqs() const { return static_cast<int32_t>(seq_len_.size()); }
   // Tokens of `seq` in the cache (its positions are 0 .. seq_length - 1); 0 for a bad id.

@@ -106,16 +106,15 @@ inline ir::Graph cached_graph(std::shared_ptr<const File> f, int64_t chunk, int6
   return std::move(g).value();
 }
 
-// A KV-cached decoder graph with one session (prefill chunk and decode buckets), a cache of
-// `cells` cells for `seqs` sequences and a runner.
-struct Cached {
+// The graph a Cached runs (a base of its own, so that it is built before the session and
+// destroyed after it).
+struct CachedGraph {
   ir::Graph graph;
-  std::unique_ptr<runtime::Session> session;
-  runtime::SessionBuffers buffers;
-  runtime::RegionBuffer kv_memory, logits_memory;
-  std::unique_ptr<runtime::KvCache> cache;
-  std::unique_ptr<runtime::DecoderRunner> runner;
+};
 
+// A KV-cached decoder graph with one session (prefill chunk and decode buckets), a cache of
+// `cells` cells for `seqs` sequences and a runner (runtime::DecoderInstance).
+struct Cached : CachedGraph, runtime::DecoderInstance {
   // The graph of `f` built for exactly `chunk` and `cells` (a KV cache of `kv`).
   Cached(std::shared_ptr<const File> f, const std::string& kernels, int threads, int64_t chunk,
          int64_t cells, int32_t seqs = 2, ir::DType kv = ir::DType::kF32)
@@ -124,39 +123,14 @@ struct Cached {
   // Any cached decoder graph (e.g. a loaded .laya) whose bounds admit `chunk` and `cells`.
   Cached(ir::Graph g, const std::string& kernels, int threads, int64_t chunk, int64_t cells,
          int32_t seqs = 2)
-      : graph(std::move(g)) {
-    auto so = runtime::decoder_session_options(cpu_options(kernels, threads), graph, chunk, cells);
-    REQUIRE_MESSAGE(so.is_ok(), so.status().to_string());
-    auto s = runtime::Session::prepare(graph, *so);
-    REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
-    session = std::move(s).value();
+      : CachedGraph{std::move(g)} {
+    auto d =
+        runtime::DecoderInstance::create(graph, cpu_options(kernels, threads), chunk, cells, seqs);
+    REQUIRE_MESSAGE(d.is_ok(), d.status().to_string());
+    static_cast<runtime::DecoderInstance&>(*this) = std::move(d).value();
     // Decode and prefill plans, each for one row of logits and (graphs with logit_rows) for all.
     const size_t plans = graph.find_symbol("rows") >= 0 ? 4u : 2u;
     CHECK(session->buckets().size() == (chunk > 1 ? plans : 1u));
-    auto buf = runtime::session_buffers_alloc(*session);
-    REQUIRE(buf.is_ok());
-    buffers = std::move(buf).value();
-    REQUIRE(session
-                ->bind_memory(buffers.persistent.region(), buffers.activations.region(),
-                              buffers.scratch.region())
-                .is_ok());
-    auto layout = runtime::kv_cache_layout(graph);
-    REQUIRE_MESSAGE(layout.is_ok(), layout.status().to_string());
-    auto kv = runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(*layout, cells),
-                                           runtime::kRegionAlign, false);
-    REQUIRE(kv.is_ok());
-    kv_memory = std::move(kv).value();
-    auto c = runtime::KvCache::create(*layout, cells, seqs, kv_memory.region());
-    REQUIRE_MESSAGE(c.is_ok(), c.status().to_string());
-    cache = std::move(c).value();
-    auto lb = runtime::DecoderRunner::logits_bytes(graph, chunk);
-    REQUIRE(lb.is_ok());
-    auto lm = runtime::RegionBuffer::alloc(*lb, runtime::kRegionAlign, false);
-    REQUIRE(lm.is_ok());
-    logits_memory = std::move(lm).value();
-    auto r = runtime::DecoderRunner::create(*session, *cache, logits_memory.region(), chunk);
-    REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
-    runner = std::move(r).value();
   }
 };
 

@@ -171,11 +171,13 @@ Result<std::unique_ptr<runtime::DecoderDecider>> start_decider(
   po.block_tokens = kBlock;
   po.first_seq = 1;
   po.slots = kSlots;
-  po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.layout.bytes_per_cell;
-  LAYA_ASSIGN_OR_RETURN(*prefix_cache, runtime::PrefixCache::create(*d.cache, d.layout, po));
+  po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.run.cache->layout().bytes_per_cell;
+  LAYA_ASSIGN_OR_RETURN(*prefix_cache,
+                        runtime::PrefixCache::create(*d.run.cache, d.run.cache->layout(), po));
   // Calibrated temperatures from a .laya decoder's decision config (laya-convert
   // --decision-config); 1 (uncalibrated) for a GGUF.
-  return runtime::DecoderDecider::create(*d.runner, *d.cache, prefix_cache->get(), std::move(text),
+  return runtime::DecoderDecider::create(*d.run.runner, *d.run.cache, prefix_cache->get(),
+                                         std::move(text),
                                          decision::model_temperatures(d.graph.meta));
 }
 
@@ -202,7 +204,7 @@ int decide_on_decoder(const std::string& model, const std::string& body,
   if (!decider.is_ok()) return refuse(decider.status());
   runtime::DecoderDecideOptions opts;
   opts.sampler = sc;
-  opts.load_ms = d.runner->load_ms();
+  opts.load_ms = d.run.runner->load_ms();
   Result<Value> out = (*decider)->decide(*req, opts);
   if (!out.is_ok()) return refuse(out.status());
   print_json(*out);

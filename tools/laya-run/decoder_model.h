@@ -34,13 +34,8 @@ struct Decoder {
   std::unique_ptr<tok::Tokenizer> tokenizer;           // null when the model has none
   std::string chat_template;                           // "" when the model has none
   int32_t eos = -1;
-  ir::Graph graph;  // .laya: loaded by open; GGUF: built by start
-  std::unique_ptr<runtime::Session> session;
-  runtime::SessionBuffers buffers;
-  runtime::RegionBuffer kv_memory, logits_memory;
-  runtime::KvCacheLayout layout;
-  std::unique_ptr<runtime::KvCache> cache;
-  std::unique_ptr<runtime::DecoderRunner> runner;
+  ir::Graph graph;               // .laya: loaded by open; GGUF: built by start
+  runtime::DecoderInstance run;  // start's session, KV cache and runner
   // The KV cache's element type (--kv-type): "" (f32 for a GGUF, the stored one for a .laya),
   // "f32" or "f16". A GGUF graph is built with it; a .laya decoder's was fixed by laya-convert
   // --kv-type, and asking for another one fails.
@@ -118,22 +113,8 @@ struct Decoder {
                           static_cast<long long>(cs.max));
     const int64_t cells = std::max(tokens + extra_cells, cs.min);
     chunk = std::min({chunk, tokens, graph.symbols[static_cast<size_t>(seq_sym)].max});
-    LAYA_ASSIGN_OR_RETURN(runtime::SessionOptions so,
-                          runtime::decoder_session_options(base, graph, chunk, cells));
-    LAYA_ASSIGN_OR_RETURN(session, runtime::Session::prepare(graph, so));
-    LAYA_ASSIGN_OR_RETURN(buffers, runtime::session_buffers_alloc(*session));
-    LAYA_RETURN_IF_ERROR(session->bind_memory(
-        buffers.persistent.region(), buffers.activations.region(), buffers.scratch.region()));
-    LAYA_ASSIGN_OR_RETURN(layout, runtime::kv_cache_layout(graph));
     LAYA_ASSIGN_OR_RETURN(
-        kv_memory, runtime::RegionBuffer::alloc(runtime::KvCache::region_bytes(layout, cells),
-                                                runtime::kRegionAlign, true));
-    LAYA_ASSIGN_OR_RETURN(cache, runtime::KvCache::create(layout, cells, seqs, kv_memory.region()));
-    LAYA_ASSIGN_OR_RETURN(uint64_t lb, runtime::DecoderRunner::logits_bytes(graph, chunk));
-    LAYA_ASSIGN_OR_RETURN(logits_memory,
-                          runtime::RegionBuffer::alloc(lb, runtime::kRegionAlign, false));
-    LAYA_ASSIGN_OR_RETURN(runner, runtime::DecoderRunner::create(
-                                      *session, *cache, logits_memory.region(), chunk, load_start));
+        run, runtime::DecoderInstance::create(graph, base, chunk, cells, seqs, load_start));
     return Status::ok();
   }
 };

@@ -512,9 +512,9 @@ int cmd_generate(int argc, char** argv) {
     po.block_tokens = prefix_block;
     po.first_seq = 1;
     po.slots = kPrefixSlots;
-    po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.layout.bytes_per_cell;
+    po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.run.cache->layout().bytes_per_cell;
     Result<std::unique_ptr<runtime::PrefixCache>> made =
-        runtime::PrefixCache::create(*d.cache, d.layout, po);
+        runtime::PrefixCache::create(*d.run.cache, d.run.cache->layout(), po);
     if (!made.is_ok()) return fail(made.status());
     pc = std::move(made).value();
   }
@@ -524,8 +524,8 @@ int cmd_generate(int argc, char** argv) {
     wr.max_tokens = 1;
     wr.prefix_cache = pc.get();
     std::vector<int32_t> dropped;
-    st = d.runner->generate(wr, &dropped, nullptr);
-    if (st.is_ok()) st = d.cache->remove(0);
+    st = d.run.runner->generate(wr, &dropped, nullptr);
+    if (st.is_ok()) st = d.run.cache->remove(0);
     if (!st.is_ok()) return fail(st);
   }
 
@@ -533,7 +533,7 @@ int cmd_generate(int argc, char** argv) {
     sc.stop_ids.push_back(d.eos);
   for (const std::vector<int32_t>& prompt : prompts) {
     // A fresh sampler per prompt: the same seed gives each prompt the ids it gets alone.
-    Result<Sampler> sampler = Sampler::create(sc, static_cast<int32_t>(d.runner->vocab()));
+    Result<Sampler> sampler = Sampler::create(sc, static_cast<int32_t>(d.run.runner->vocab()));
     if (!sampler.is_ok()) return fail(sampler.status());
     std::vector<int32_t> ids;
     runtime::DecoderStats stats;
@@ -558,8 +558,8 @@ int cmd_generate(int argc, char** argv) {
       req.decode_profile = &sink;
       req.prefill_profile = &prefill_sink;
     }
-    st = d.runner->generate(req, &ids, &stats);
-    if (st.is_ok()) st = d.cache->remove(0);
+    st = d.run.runner->generate(req, &ids, &stats);
+    if (st.is_ok()) st = d.run.cache->remove(0);
     if (!st.is_ok()) return fail(st);
     std::string text;
     if (d.tokenizer != nullptr) {
@@ -644,7 +644,7 @@ int cmd_generate(int argc, char** argv) {
         "time: prefill %.1f ms (%lld tokens, %lld chunk(s) of <= %lld), first token %.1f ms, "
         "%.1f ms in all; decode %.1f tokens/s over %zu step(s)\n",
         stats.prefill_end_ms, static_cast<long long>(stats.prompt_tokens),
-        static_cast<long long>(stats.prefill_steps), static_cast<long long>(d.runner->chunk()),
+        static_cast<long long>(stats.prefill_steps), static_cast<long long>(d.run.runner->chunk()),
         stats.first_token_ms, total_ms, stats.decode_tokens_per_s(),
         ids.empty() ? size_t{0} : ids.size() - 1);
     if (pc != nullptr)
@@ -728,18 +728,18 @@ int cmd_score(int argc, char** argv) {
   if (!st.is_ok()) return fail(st);
   st = d.start(so, common.chunk, static_cast<int64_t>(ids.size()), Clock::now());
   if (!st.is_ok()) return fail(st);
-  const int64_t vocab = d.runner->vocab();
+  const int64_t vocab = d.run.runner->vocab();
   const int64_t k = std::min<int64_t>(top, vocab);
   std::vector<int32_t> order(static_cast<size_t>(vocab));
   json::Value positions = json::Value::array();
-  const size_t chunk = static_cast<size_t>(d.runner->chunk());
+  const size_t chunk = static_cast<size_t>(d.run.runner->chunk());
   for (size_t at = 0; at < ids.size(); at += chunk) {
     const size_t n = std::min(chunk, ids.size() - at);
-    st = d.runner->step(0, std::span(ids).subspan(at, n));
+    st = d.run.runner->step(0, std::span(ids).subspan(at, n));
     if (!st.is_ok()) return fail(st);
     for (size_t i = 0; i < n; ++i) {
       if (last_only && at + i + 1 < ids.size()) continue;
-      const float* row = d.runner->logits().data() + i * static_cast<size_t>(vocab);
+      const float* row = d.run.runner->logits().data() + i * static_cast<size_t>(vocab);
       std::iota(order.begin(), order.end(), 0);
       std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {
         return row[a] > row[b] || (row[a] == row[b] && a < b);
