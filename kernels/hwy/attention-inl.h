@@ -82,7 +82,8 @@ constexpr size_t kBq = kNV * kN;                   // query rows (lanes) per pre
 constexpr size_t kBk = 64;                         // keys per prefill tile
 constexpr size_t kBkDec = 128;                     // keys per decode tile
 constexpr size_t kDecRows = kN >= 4 ? kN / 2 : 0;  // decode layout when rows per group <= this
-constexpr size_t kPrefetchRows = 16;               // decode: K / V rows prefetched ahead
+constexpr size_t kPrefetchRows = 16;               // decode: K rows prefetched ahead (f32)
+constexpr size_t kPrefetchRowsF16 = 8;             // decode: f16 K rows (docs/kernels.md)
 constexpr int32_t kDecMaxGroups = 16;              // decode: kv groups per item (bounds scratch)
 constexpr size_t kDecMaxRows = kDecRows > 0 ? kDecMaxGroups* kDecRows : 1;
 constexpr size_t kPvKeys = 16;  // decode: keys per P x V pass over the item's groups
@@ -987,9 +988,10 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
   const Keys keys = KeysOf(a, b);
   const T* kbase = static_cast<const T*>(a.k) + b * a.k_batch_stride;
   const T* vbase = static_cast<const T*>(a.v) + b * a.v_batch_stride;
-  // Prefetch: one request per 64-byte line; K rows kPrefetchRows f32 rows' bytes ahead.
+  // Prefetch: one request per 64-byte line; K rows kPrefetchRows (f16: kPrefetchRowsF16) ahead.
   constexpr int64_t kLine = 64 / sizeof(T);
-  constexpr int64_t kAhead = static_cast<int64_t>(kPrefetchRows * sizeof(float) / sizeof(T));
+  constexpr int64_t kAhead =
+      static_cast<int64_t>(sizeof(T) == sizeof(float) ? kPrefetchRows : kPrefetchRowsF16);
   const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
   const int64_t span0 = int64_t{ga} * a.head_dim, span1 = int64_t{gb} * a.head_dim;
   const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
