@@ -661,13 +661,13 @@ HWY_INLINE VI kscale8(const uint8_t* p) {
 // them (measured: the AVX2 2x2 q4_0 GEMM kept 20 of a block's 32 pmaddubsw results on the stack).
 // Pinning each partial sum keeps the chains in program order: one live accumulator per output
 // vector. The policies' nib and kacc pin on AVX2 / SSE4 (16 registers); AVX3 (32 registers) stays
-// as it was measured on the Xeon, SCALAR has no vector chains. Where: kPinOut pins each sum as
-// it leaves the add, otherwise the accumulator going in; both keep the order. The K-quant GEMVs
-// pin on the way in (kPinOutFor<1>): pinned on the way out, GCC computed their sums into a scratch
-// register and copied each back (8 vmovdqa per 36 vector ops of the q4_K GEMV's loop), and
-// they ran 1.06-1.4x faster in cache without (Zen 3, docs/kernels.md). Everything else pins on
-// the way out: the GEMMs ran 1.2-1.9x slower pinned on the way in, the block types' GEMVs
-// showed no gain.
+// as it was measured on the Xeon, SCALAR has no vector chains. Where: kacc<true> pins each sum
+// as it leaves the add (as nib does), kacc<false> the accumulator going in; both keep the
+// order. The K-quant GEMVs pin on the way in (kPinOutFor<1>): pinned on the way out, GCC
+// computed their sums into a scratch register and copied each back (8 vmovdqa per 36 vector
+// ops of the q4_K GEMV's loop), and they ran 1.06-1.4x faster in cache without (Zen 3,
+// docs/kernels.md). Everything else pins on the way out: the GEMMs ran 1.2-1.9x slower pinned
+// on the way in, the block types' GEMVs showed no gain.
 template <bool kOn>
 HWY_INLINE VI pin(VI v) {
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
@@ -683,7 +683,6 @@ inline constexpr bool kPinOutFor = XR > 1;
 #define LAYA_MI_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 struct DotVnni {
   static constexpr bool kBiased = true;
-  template <bool kPinOut = true>
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, x.raw)};
   }
@@ -692,7 +691,7 @@ struct DotVnni {
   static constexpr bool kI16 = false;
   template <bool kPinOut = true>
   LAYA_MI_VNNI_ATTR static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
-    return nib<kPinOut>(acc, a, b);
+    return nib(acc, a, b);
   }
   static HWY_INLINE VI kscale(VI sc) { return sc; }
   static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
@@ -702,11 +701,9 @@ struct DotVnni {
 };
 struct DotMadd {
   static constexpr bool kBiased = false;
-  template <bool kPinOut = true>
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m512i p = _mm512_maddubs_epi16(w.raw, x.raw);
-    return pin<kPinOut>(
-        VI{_mm512_add_epi32(pin<!kPinOut>(acc).raw, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))});
+    return pin<true>(VI{_mm512_add_epi32(acc.raw, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m512i ws = _mm512_xor_si512(w.raw, _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -732,11 +729,9 @@ struct DotMadd {
 #elif HWY_TARGET == HWY_AVX2
 struct DotMadd {
   static constexpr bool kBiased = false;
-  template <bool kPinOut = true>
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m256i p = _mm256_maddubs_epi16(w.raw, x.raw);
-    return pin<kPinOut>(
-        VI{_mm256_add_epi32(pin<!kPinOut>(acc).raw, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))});
+    return pin<true>(VI{_mm256_add_epi32(acc.raw, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m256i ws = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
@@ -763,11 +758,9 @@ struct DotMadd {
 #elif HWY_TARGET == HWY_SSE4
 struct DotMadd {
   static constexpr bool kBiased = false;
-  template <bool kPinOut = true>
   static HWY_INLINE VI nib(VI acc, VI w, VI x) {
     const __m128i p = _mm_maddubs_epi16(w.raw, x.raw);
-    return pin<kPinOut>(
-        VI{_mm_add_epi32(pin<!kPinOut>(acc).raw, _mm_madd_epi16(p, _mm_set1_epi16(1)))});
+    return pin<true>(VI{_mm_add_epi32(acc.raw, _mm_madd_epi16(p, _mm_set1_epi16(1)))});
   }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) {
     const __m128i ws = _mm_xor_si128(w.raw, _mm_set1_epi8(static_cast<char>(0x80)));
@@ -816,10 +809,7 @@ struct DotMadd {
     }
     return hn::Load(di, a);
   }
-  template <bool kPinOut = true>
-  static HWY_INLINE VI nib(VI acc, VI w, VI x) {
-    return dot<false>(acc, w, x);
-  }
+  static HWY_INLINE VI nib(VI acc, VI w, VI x) { return dot<false>(acc, w, x); }
   static HWY_INLINE VI s8(VI acc, VI w, VI x) { return dot<true>(acc, w, x); }
   static HWY_INLINE VI q8(VI acc, VI w, VI x) { return s8(acc, w, x); }
   static constexpr bool kI16 = false;
