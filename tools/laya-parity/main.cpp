@@ -35,6 +35,7 @@
 #include "kernels/kernels.h"
 #include "ir/model_file.h"
 #include "runtime/json.h"
+#include "runtime/laya/answers.h"
 #include "tools/cli.h"
 #include "tools/laya_request.h"
 
@@ -55,18 +56,6 @@ struct Report {
   int embeddings = 0;
 };
 
-// Upstream's temperature for a question type and option count (REFERENCE-laya.md section 5).
-double temperature(const ir::DecisionConfig& d, int qtype, int64_t k) {
-  static const char* const kTypes[] = {"choice", "score", "noul"};
-  const char* size = k <= 2 ? "2" : k <= 5 ? "3-5" : k <= 10 ? "6-10" : "11+";
-  const std::string key = std::string(kTypes[qtype]) + ":" + size;
-  double t = d.temperature[qtype];
-  for (const auto& [bucket, v] : d.temperature_by_options)
-    if (bucket == key) t = v;
-  if (!std::isfinite(t)) return 1.0;
-  return std::min(5.0, std::max(0.5, t));
-}
-
 int argmax(const std::vector<double>& p) {
   int a = 0;
   for (size_t i = 1; i < p.size(); ++i)
@@ -75,7 +64,7 @@ int argmax(const std::vector<double>& p) {
 }
 
 Status run_cases(runtime::Session& s, const json::Value& doc, Report* rep) {
-  const ir::DecisionConfig& dc = s.graph().meta.decision;
+  const decision::Temperatures temps = decision::model_temperatures(s.graph().meta);
   for (const json::Value& c : doc.find("cases")->items()) {
     const json::Value* rows = c.find("rows");
     size_t next = 0;
@@ -88,7 +77,8 @@ Status run_cases(runtime::Session& s, const json::Value& doc, Report* rep) {
         LAYA_RETURN_IF_ERROR(tools::run_laya(s, batch, &out));
         for (size_t r = 0; r < n; ++r) {
           const int64_t k = static_cast<int64_t>(batch[r].markers.size());
-          const double t = temperature(dc, batch[r].qtype, k);
+          const double t =
+              temps.get(static_cast<decision::QType>(batch[r].qtype), static_cast<int>(k));
           const float* ours = out.logits.data() + static_cast<int64_t>(r) * out.k;
           std::vector<float> ref;
           for (int64_t j = 0; j < k; ++j)
