@@ -2,22 +2,26 @@
 """A small Laya checkpoint TRAINED by upstream's own fine-tuner, so its margins come from learned
 features, as a shipped checkpoint's do, rather than from amplified random weights.
 
-    make_trained_checkpoint.py --preset tiny-modernbert --out DIR [--rows 1200] [--epochs 4]
+    make_trained_checkpoint.py --preset tiny-modernbert --out DIR [--rows 1200] [--epochs 16]
                                [--keep-epochs N] [--requests 140]
 
 1. A random checkpoint of the preset (make_laya_checkpoint.build) with plain fan-in initialization
    (query/key and residual gains 1, not the parity fixtures' 2.5 / 3, which make the network
    amplify any rounding: see docs/precision.md).
-2. `laya.train.finetune` (upstream's trainer, its default rlcd loss; learning-rate schedule for
-   `--epochs`, stopped after `--keep-epochs`: the weights upstream writes to checkpoint_latest at
-   the end of that epoch, with the config finetune wrote; no post-training calibration) on a synthetic support-desk
-   task: a ticket names a department through one of its keywords, an urgency word, and maybe a
-   refund; questions ask for the department (choice over 2..5 departments, list or dict
+2. `laya.train.finetune`, upstream's trainer with its default rlcd loss, run to its end: the
+   learning-rate schedule of `--epochs`, then its own temperature calibration on the held-back
+   calibration slice, abstention thresholds, and the checkpoint, questions.json and
+   train_report.json it writes: what a user's fine-tuned checkpoint is. The task is a synthetic
+   support desk: a ticket names a department through one of its keywords, an urgency word, and
+   maybe a refund; questions ask for the department (choice over 2..5 departments, list or dict
    criteria), the urgency (score over 5 levels) and whether a refund is asked (noul). The state is
    a string, a JSON object or a chat transcript, with filler words around the cues.
-   One epoch is not enough: after 1 of 4 (175 updates) the tiny ModernBERT-style network still
-   answers near-uniformly (median tempered top-1 minus top-2 probability 0.017 over 326 held-out
-   questions; docs/precision.md). One epoch took ~45 min on the loaded 2-core machine.
+   16 epochs (2,800 updates) take ~4 min on a 2-core Zen 3 and reach loss 0.19 and 75% accuracy
+   on the calibration slice (34% before), with decisive answers: median tempered top-1 minus top-2
+   probability 0.94 over the 326 held-out questions (docs/precision.md).
+   `--keep-epochs N` (< --epochs) stops after epoch N instead and keeps that epoch's
+   checkpoint_latest with the base checkpoint's temperatures, uncalibrated: 1 of 4 epochs answers
+   near-uniformly (median margin 0.017), a yardstick of near-ties.
 3. DIR/requests.json: `--requests` held-out requests of the same task (a different seed), the
    questions make_precision_cases.py --requests runs.
 
@@ -95,12 +99,14 @@ def main():
     ap.add_argument("--preset", required=True, choices=["tiny-modernbert", "tiny-mmbert"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--rows", type=int, default=1200, help="training requests")
-    ap.add_argument("--epochs", type=int, default=4, help="the schedule's length")
-    ap.add_argument("--keep-epochs", type=int, help="stop after this many epochs (default: --epochs)")
+    ap.add_argument("--epochs", type=int, default=16, help="the schedule's length")
+    ap.add_argument("--keep-epochs", type=int, help="stop after this many epochs, uncalibrated (default: run to the end)")
     ap.add_argument("--requests", type=int, default=140, help="held-out requests written to requests.json")
     args = ap.parse_args()
     if args.keep_epochs is None:
         args.keep_epochs = args.epochs
+    if not 1 <= args.keep_epochs <= args.epochs:
+        ap.error("--keep-epochs must be in [1, --epochs]")
 
     import torch
     import laya.train
@@ -115,7 +121,7 @@ def main():
         def hook(epoch, loss):
             on_epoch_end(epoch, loss)  # upstream's save_checkpoint to OUT/checkpoint_latest
             print("epoch %d mean loss %.4f" % (epoch + 1, loss))
-            if epoch + 1 >= args.keep_epochs:
+            if epoch + 1 >= args.keep_epochs and args.keep_epochs < args.epochs:
                 raise Stop()
         return train_model(*a, on_epoch_end=hook, **kw)
 
@@ -142,14 +148,19 @@ def main():
             except Stop:
                 pass
     latest = os.path.join(args.out, "checkpoint_latest")
-    for name in os.listdir(latest):
-        shutil.move(os.path.join(latest, name), os.path.join(args.out, name))
-    os.rmdir(latest)
+    if args.keep_epochs < args.epochs:
+        for name in os.listdir(latest):
+            shutil.move(os.path.join(latest, name), os.path.join(args.out, name))
+    else:
+        shutil.rmtree(latest)
     conf = os.path.join(args.out, "rl_agent_config.json")
     with open(conf, encoding="utf-8") as f:
         agent_cfg = json.load(f)
-    agent_cfg["model_name"] = "laya-trained-%s (%d of %d epochs of laya.train.finetune, reference fixture)" % (
-        args.preset[len("tiny-"):], args.keep_epochs, args.epochs)
+    if args.keep_epochs < args.epochs:
+        how = "%d of %d epochs of laya.train.finetune, uncalibrated" % (args.keep_epochs, args.epochs)
+    else:
+        how = "%d epochs of laya.train.finetune, calibrated" % args.epochs
+    agent_cfg["model_name"] = "laya-trained-%s (%s, reference fixture)" % (args.preset[len("tiny-"):], how)
     with open(conf, "w", encoding="utf-8") as f:
         json.dump(agent_cfg, f, indent=2)
     held = random.Random(7)
