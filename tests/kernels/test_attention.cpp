@@ -2,9 +2,9 @@
 // reference over decode / prefill, masks and their combinations, GQA, odd head_dims, strided KV
 // caches with a past, head sub-ranges, and a thread pool; then positions and sequence ids: packed
 // rows, KV cache cells of several interleaved sequences with empty cells, keys shared by the batch
-// rows, and positions at the ends of the int32 range. Last, f16 K / V (kv_type kF16, an f16 KV
-// cache) over the same kinds of cases: the values are rounded to f16 first, so the f32 bound below
-// holds as is against the reference, which reads the same f16 values.
+// rows, and positions at the ends of the int32 range. Every such case runs twice: K / V as f32 and
+// as f16 (kv_type kF16, an f16 KV cache; check_both): the values are rounded to f16 first, so the
+// f32 bound below holds as is against the reference, which reads the same f16 values.
 //
 // Tolerance (f32 tiles and online softmax vs the double reference): per call, the largest
 // |out - ref| <= 2^-21 (1 + smax) max|v|, where smax = scale max|q_h| max|k_g| bounds the scores
@@ -326,6 +326,15 @@ void check_case(const Case& c, std::mt19937& rng) {
   }
 }
 
+// Every layout with K / V stored as f32 and as f16 (kv_type kF16: the kernels convert tiles and
+// rows on load; the reference reads the same f16 values).
+void check_both(Case c, std::mt19937& rng) {
+  c.f16 = false;
+  check_case(c, rng);
+  c.f16 = true;
+  check_case(c, rng);
+}
+
 }  // namespace
 
 TEST_CASE("reference attention: known values") {
@@ -370,36 +379,36 @@ TEST_CASE("reference attention: known values") {
 TEST_CASE("attention: decode") {
   std::mt19937 rng(12);
   for (int32_t hd : {64, 128, 40}) {
-    for (int32_t ratio : {1, 2, 4}) {
+    for (int32_t ratio : {1, 2, 3, 4}) {
       Case c;
       c.q_len = 1;
       c.past = 300;
-      c.n_heads = 8;
-      c.n_kv_heads = 8 / ratio;
+      c.n_heads = 12;
+      c.n_kv_heads = 12 / ratio;
       c.head_dim = hd;
-      check_case(c, rng);
+      check_both(c, rng);
       c.window = 100;
       c.mask = 1;
-      check_case(c, rng);
+      check_both(c, rng);
       c.batch = 2;
       c.window = -1;
       c.mask = 2;  // batch row 1: every key hidden -> zeros
-      check_case(c, rng);
+      check_both(c, rng);
     }
   }
   Case tiny;  // kv_len 1
   tiny.head_dim = 64;
-  check_case(tiny, rng);
+  check_both(tiny, rng);
   Case many;  // more kv groups than one decode item takes (16)
   many.past = 40;
   many.n_heads = 40;
   many.n_kv_heads = 20;
   many.head_dim = 64;
   many.causal = true;
-  check_case(many, rng);
+  check_both(many, rng);
   many.head_begin = 5;
   many.head_end = 39;
-  check_case(many, rng);
+  check_both(many, rng);
 }
 
 TEST_CASE("attention: prefill, masks and combinations") {
@@ -417,14 +426,14 @@ TEST_CASE("attention: prefill, masks and combinations") {
       c.causal = mode == 1 || mode == 2 || mode == 4;
       c.window = mode == 2 || mode == 3 ? 5 : -1;
       c.mask = mode == 5 ? 1 : (mode == 4 ? 3 : 0);  // mode 4: row 0 of a causal pass fully hidden
-      check_case(c, rng);
+      check_both(c, rng);
     }
   }
   Case w0;  // window 0: each query sees only its own key
   w0.q_len = 17;
   w0.window = 0;
   w0.head_dim = 64;
-  check_case(w0, rng);
+  check_both(w0, rng);
   Case big;  // several query and key tiles, causal with GQA 4, peaky softmax
   big.q_len = 150;
   big.past = 20;
@@ -433,11 +442,14 @@ TEST_CASE("attention: prefill, masks and combinations") {
   big.head_dim = 64;
   big.causal = true;
   big.scale_mul = 4.0f;
-  check_case(big, rng);
+  check_both(big, rng);
+  big.head_begin = 1;
+  check_both(big, rng);
+  big.head_begin = 0;
   big.causal = false;
   big.mask = 2;
   big.batch = 2;
-  check_case(big, rng);
+  check_both(big, rng);
 }
 
 TEST_CASE("attention: head sub-ranges and small q_len") {
@@ -452,10 +464,10 @@ TEST_CASE("attention: head sub-ranges and small q_len") {
     c.past = 10;
     c.head_begin = 3;
     c.head_end = 7;  // crosses a group boundary
-    check_case(c, rng);
+    check_both(c, rng);
     c.head_begin = 1;
     c.head_end = 2;
-    check_case(c, rng);
+    check_both(c, rng);
   }
 }
 
@@ -463,12 +475,12 @@ TEST_CASE("attention: randomized shapes") {
   std::mt19937 rng(15);
   std::uniform_int_distribution<int> pick(0, 1 << 20);
   const int32_t hds[] = {1, 8, 17, 24, 40, 64, 128};
-  const int32_t ratios[] = {1, 2, 4};
+  const int32_t ratios[] = {1, 2, 3, 4};
   const int64_t qlens[] = {1, 2, 3, 17, 33, 65, 100};
   for (int iter = 0; iter < 40; ++iter) {
     Case c;
     c.head_dim = hds[pick(rng) % 7];
-    const int32_t ratio = ratios[pick(rng) % 3];
+    const int32_t ratio = ratios[pick(rng) % 4];
     c.n_kv_heads = 1 + pick(rng) % 3;
     c.n_heads = c.n_kv_heads * ratio;
     c.q_len = qlens[pick(rng) % 7];
@@ -480,7 +492,7 @@ TEST_CASE("attention: randomized shapes") {
     c.head_begin = pick(rng) % c.n_heads;
     c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
     c.scale_mul = pick(rng) % 2 == 0 ? 1.0f : 3.0f;
-    check_case(c, rng);
+    check_both(c, rng);
   }
 }
 
@@ -540,7 +552,7 @@ TEST_CASE("attention: packed rows") {
       c.window = mode == 2 || mode == 5 ? 6 : -1;
       c.pad = mode >= 3 ? 5 : 0;
       c.mask = mode == 4 ? 1 : 0;
-      check_case(c, rng);
+      check_both(c, rng);
     }
   }
   Case two;  // two batch entries of packed rows, a head sub-range
@@ -553,7 +565,7 @@ TEST_CASE("attention: packed rows") {
   two.head_dim = 64;
   two.head_begin = 1;
   two.head_end = 5;
-  check_case(two, rng);
+  check_both(two, rng);
 }
 
 TEST_CASE("attention: decode and prefill over KV cache cells") {
@@ -569,15 +581,15 @@ TEST_CASE("attention: decode and prefill over KV cache cells") {
       c.head_dim = hd;
       c.causal = true;
       c.n_seq = q_len == 1 ? 1 : 3;
-      check_case(c, rng);
+      check_both(c, rng);
       c.window = 17;
       c.mask = 1;
-      check_case(c, rng);
+      check_both(c, rng);
       c.batch = 2;  // two batch rows reading one cache
       c.shared_kv = true;
       c.window = -1;
       c.mask = 0;
-      check_case(c, rng);
+      check_both(c, rng);
     }
   }
 }
@@ -592,15 +604,15 @@ TEST_CASE("attention: positions without sequence ids, and at the ends of int32")
     c.n_heads = 4;
     c.n_kv_heads = 2;
     c.head_dim = 64;
-    check_case(c, rng);
+    check_both(c, rng);
     c.causal = true;
-    check_case(c, rng);
+    check_both(c, rng);
     c.window = 30;
-    check_case(c, rng);
+    check_both(c, rng);
     c.ids = Case::Ids::kExtreme;
     for (int64_t w : {int64_t{-1}, int64_t{0}, int64_t{1000}, int64_t{INT32_MAX}}) {
       c.window = w;
-      check_case(c, rng);
+      check_both(c, rng);
     }
   }
 }
@@ -631,7 +643,7 @@ TEST_CASE("attention: randomized positions, packed rows and cells") {
     c.head_begin = pick(rng) % c.n_heads;
     c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
     c.scale_mul = pick(rng) % 2 == 0 ? 1.0f : 3.0f;
-    check_case(c, rng);
+    check_both(c, rng);
   }
 }
 
@@ -714,127 +726,4 @@ TEST_CASE("reference attention: f16 K / V equals f32 K / V holding the same valu
   B.a.kv_type = KvType::kF16;
   B.kc16[static_cast<size_t>(c.n_kv_heads * c.head_dim)] ^= 0x4000;  // V row 0, dim 0
   CHECK(run(kernel_table_ref(), B, 0, 4, nullptr) != o16);
-}
-
-TEST_CASE("attention: f16 K / V, decode and prefill layouts") {
-  std::mt19937 rng(33);
-  // Decode ("head_dim in lanes"): GQA, windows, key masks, a fully hidden batch row, > 16 groups.
-  for (int32_t hd : {64, 128, 40}) {
-    for (int32_t ratio : {1, 3}) {
-      Case c;
-      c.f16 = true;
-      c.past = 300;
-      c.n_heads = 6;
-      c.n_kv_heads = 6 / ratio;
-      c.head_dim = hd;
-      check_case(c, rng);
-      c.window = 100;
-      c.mask = 1;
-      check_case(c, rng);
-      c.batch = 2;
-      c.window = -1;
-      c.mask = 2;
-      check_case(c, rng);
-    }
-  }
-  Case many;
-  many.f16 = true;
-  many.past = 40;
-  many.n_heads = 40;
-  many.n_kv_heads = 20;
-  many.head_dim = 64;
-  many.causal = true;
-  many.head_begin = 5;
-  many.head_end = 39;
-  check_case(many, rng);
-  // Prefill ("queries in lanes"): causal / window / mask combinations, odd head_dims (the scalar
-  // tail of the tile conversion), several key tiles, head sub-ranges.
-  for (int32_t hd : {64, 24, 3}) {
-    for (int mode = 0; mode < 6; ++mode) {
-      Case c;
-      c.f16 = true;
-      c.q_len = 33;
-      c.past = mode % 2 == 0 ? 0 : 9;
-      c.n_heads = 4;
-      c.n_kv_heads = mode < 3 ? 4 : 2;
-      c.head_dim = hd;
-      c.batch = mode == 5 ? 2 : 1;
-      c.causal = mode == 1 || mode == 2 || mode == 4;
-      c.window = mode == 2 || mode == 3 ? 5 : -1;
-      c.mask = mode == 5 ? 1 : (mode == 4 ? 3 : 0);
-      check_case(c, rng);
-    }
-  }
-  Case big;
-  big.f16 = true;
-  big.q_len = 150;
-  big.past = 20;
-  big.n_heads = 4;
-  big.n_kv_heads = 1;
-  big.head_dim = 64;
-  big.causal = true;
-  big.scale_mul = 4.0f;
-  big.head_begin = 1;
-  check_case(big, rng);
-}
-
-TEST_CASE("attention: f16 K / V over KV cache cells and packed rows") {
-  std::mt19937 rng(34);
-  for (int64_t q_len : {1, 3, 9}) {
-    Case c;
-    c.f16 = true;
-    c.ids = Case::Ids::kCells;
-    c.q_len = q_len;
-    c.past = 300 - q_len;
-    c.n_heads = 6;
-    c.n_kv_heads = 2;
-    c.head_dim = 64;
-    c.causal = true;
-    c.n_seq = q_len == 1 ? 1 : 3;
-    check_case(c, rng);
-    c.window = 17;
-    c.mask = 1;
-    check_case(c, rng);
-    c.batch = 2;
-    c.shared_kv = true;
-    c.window = -1;
-    c.mask = 0;
-    check_case(c, rng);
-  }
-  Case p;
-  p.f16 = true;
-  p.ids = Case::Ids::kPacked;
-  p.q_len = 120;
-  p.max_row = 50;
-  p.pad = 7;
-  p.n_heads = 4;
-  p.n_kv_heads = 2;
-  p.head_dim = 40;
-  p.causal = true;
-  check_case(p, rng);
-}
-
-TEST_CASE("attention: f16 K / V, randomized shapes") {
-  std::mt19937 rng(35);
-  std::uniform_int_distribution<int> pick(0, 1 << 20);
-  const int32_t hds[] = {1, 8, 17, 24, 64, 128};
-  const int64_t qlens[] = {1, 2, 3, 17, 65};
-  for (int iter = 0; iter < 20; ++iter) {
-    Case c;
-    c.f16 = true;
-    c.head_dim = hds[pick(rng) % 6];
-    const int32_t ratio = 1 + pick(rng) % 4;
-    c.n_kv_heads = 1 + pick(rng) % 3;
-    c.n_heads = c.n_kv_heads * ratio;
-    c.q_len = qlens[pick(rng) % 5];
-    c.past = pick(rng) % 3 == 0 ? 0 : pick(rng) % 200;
-    c.batch = 1 + pick(rng) % 2;
-    c.causal = pick(rng) % 2 == 0;
-    c.window = pick(rng) % 3 == 0 ? pick(rng) % 40 : -1;
-    c.mask = pick(rng) % 4;
-    c.head_begin = pick(rng) % c.n_heads;
-    c.head_end = c.head_begin + 1 + pick(rng) % (c.n_heads - c.head_begin);
-    c.ids = pick(rng) % 3 == 0 ? Case::Ids::kPos : Case::Ids::kNone;
-    check_case(c, rng);
-  }
 }
