@@ -297,14 +297,7 @@ Status Session::bind_memory(MemoryRegion persistent, MemoryRegion activations,
   activations_ = activations;
   scratch_ = scratch;
   bound_ = true;
-  if (reshaped_) {
-    Status st = reshape_backends();
-    if (!st.is_ok()) {
-      reshaped_ = false;
-      return st;
-    }
-  }
-  return Status::ok();
+  return reshaped_ ? reshape_backends() : Status::ok();
 }
 
 // Whether `regions` (per state) hold the states at the staged extents (else the current ones).
@@ -345,14 +338,7 @@ Status Session::bind_states(std::span<const MemoryRegion> states) {
     bindings_[v].data = states_[i].data;
   }
   // Backends learn new state memory at reshape (hal.h): reshape them again.
-  if (reshaped_) {
-    Status st = reshape_backends();
-    if (!st.is_ok()) {
-      reshaped_ = false;
-      return st;
-    }
-  }
-  return Status::ok();
+  return reshaped_ ? reshape_backends() : Status::ok();
 }
 
 Status Session::state_written(int64_t first_row, int64_t n_rows) {
@@ -406,12 +392,12 @@ Status Session::reshape(std::span<const int64_t> values) {
     if (g.values[v].kind != ir::ValueKind::kWeight) bindings_[v].extents = staged_[v];
   symbol_values_ = vals;
   bucket_ = static_cast<int>(bucket);
-  Status st = reshape_backends();
-  reshaped_ = st.is_ok();
-  return st;
+  reshaped_ = true;
+  return reshape_backends();
 }
 
-// Activation pointers for the current bucket, then each backend's reshape.
+// Activation pointers for the current bucket, then each backend's reshape. A failure leaves the
+// session unreshaped (execute refuses until the next successful reshape).
 Status Session::reshape_backends() {
   const ir::MemoryPlan& plan = buckets_[static_cast<size_t>(bucket_)].plan;
   uint8_t* base = static_cast<uint8_t*>(activations_.data);
@@ -419,7 +405,10 @@ Status Session::reshape_backends() {
     if (plan.offset[v] != ir::kNotPlanned) bindings_[v].data = base + plan.offset[v];
   cur_scratch_ = 0;
   for (Exe& e : exes_) {
-    LAYA_RETURN_IF_ERROR(e.backend->reshape(*e.exe, bindings_.data(), bucket_));
+    if (Status st = e.backend->reshape(*e.exe, bindings_.data(), bucket_); !st.is_ok()) {
+      reshaped_ = false;
+      return st;
+    }
     cur_scratch_ = std::max(cur_scratch_, e.exe->reshaped_scratch_bytes());
   }
   return Status::ok();
