@@ -200,6 +200,63 @@ void BM_matmul_int_gemv(benchmark::State& state) {
   laya::bench::huge_free(all, stride * count);
 }
 
+// The GEMV's roofline, interleaved (args: n, k, matrices; 1 thread): each iteration is one read
+// pass over a 256 MiB buffer by the dram_read_gbs probe (bench/peak.h), then one GEMV over every
+// matrix (their total far beyond the L3; the pass before it leaves none of them cached), each
+// timed alone in thread CPU time. Per iteration the GEMV's bytes per second over the probe's;
+// reported: the median over the iterations (pct_read, over the packed bytes the kernel reads;
+// file_pct_read, over the GGUF file's bytes, what a model's roofline counts) and the lowest and
+// highest (pct_read_lo / _hi). A shared machine whose load moves between iterations moves both
+// halves of one alike, which one process-wide peak (the pct_peak of the rows above) cannot.
+template <WType T>
+void BM_matmul_int_gemv_roofline(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1), count = state.range(2);
+  const MatmulKernel& kern = table().matmul[static_cast<int>(T)];
+  std::vector<uint8_t> w;
+  std::vector<float> scales;
+  make_weights(T, n, k, &w, &scales);
+  const uint64_t pb = kern.packed_bytes(n, k);
+  const size_t stride = (pb + 4095) / 4096 * 4096;
+  uint8_t* all = static_cast<uint8_t*>(laya::bench::huge_alloc(stride * count));
+  for (int64_t i = 0; i < count; ++i) kern.pack(w.data(), scales.data(), n, k, all + stride * i);
+  const size_t read_bytes = size_t{256} << 20;
+  void* rd = laya::bench::huge_alloc(read_bytes);
+  std::memset(rd, 1, read_bytes);
+  Buffers buf(kern, 1, n, k);
+  std::vector<double> pct, read_gbs, gemv_gbs;
+  for (auto _ : state) {
+    const double probe = laya::bench::dram_read_pass(rd, read_bytes);
+    const double t0 = laya::bench::thread_seconds();
+    for (int64_t i = 0; i < count; ++i) {
+      kern.run(all + stride * i, buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
+               nullptr);
+      benchmark::DoNotOptimize(buf.y.data());
+      benchmark::ClobberMemory();
+    }
+    const double s = laya::bench::thread_seconds() - t0;
+    state.SetIterationTime(s);
+    const double g = static_cast<double>(pb) * static_cast<double>(count) / s * 1e-9;
+    gemv_gbs.push_back(g);
+    read_gbs.push_back(probe);
+    pct.push_back(probe > 0 ? 100.0 * g / probe : 0.0);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  const double file_per_packed = static_cast<double>(w.size()) / static_cast<double>(pb);
+  state.counters["GBps"] = median(gemv_gbs);
+  state.counters["read_GBps"] = median(read_gbs);
+  state.counters["pct_read"] = median(pct);
+  state.counters["file_pct_read"] = median(pct) * file_per_packed;
+  state.counters["pct_read_lo"] = pct.empty() ? 0.0 : *std::min_element(pct.begin(), pct.end());
+  state.counters["pct_read_hi"] = pct.empty() ? 0.0 : *std::max_element(pct.begin(), pct.end());
+  state.counters["MiB_set"] = static_cast<double>(stride * count) / (1 << 20);
+  state.SetLabel(table().isa);
+  laya::bench::huge_free(rd, read_bytes);
+  laya::bench::huge_free(all, stride * count);
+}
+
 }  // namespace
 
 // GEMM: encoder / prefill shapes.
@@ -339,3 +396,20 @@ BENCHMARK(BM_matmul_int_gemv<WType::kQ6_K>)
     ->Args({4096, 4096, 16, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+
+// The decode GEMVs' roofline, interleaved with the read probe (SmolLM2's matrices: 1536 x 576
+// for the q4 / q5 / q8 types, ffn_down's 576 x 1536 for the K-quants, K % 256 == 0).
+#define LAYA_ROOFLINE(T, N, K, COUNT)              \
+  BENCHMARK(BM_matmul_int_gemv_roofline<WType::T>) \
+      ->Args({N, K, COUNT})                        \
+      ->Iterations(15)                             \
+      ->UseManualTime()                            \
+      ->Unit(benchmark::kMillisecond)
+LAYA_ROOFLINE(kQ8_0, 1536, 576, 256);
+LAYA_ROOFLINE(kQ4_0, 1536, 576, 448);
+LAYA_ROOFLINE(kQ4_1, 1536, 576, 448);
+LAYA_ROOFLINE(kQ5_0, 1536, 576, 384);
+LAYA_ROOFLINE(kQ4_K, 576, 1536, 448);
+LAYA_ROOFLINE(kQ5_K, 576, 1536, 384);
+LAYA_ROOFLINE(kQ6_K, 576, 1536, 320);
+#undef LAYA_ROOFLINE

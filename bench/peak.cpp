@@ -235,6 +235,17 @@ const Peaks& peaks() {
   return p;
 }
 
+double dram_read_pass(const void* buf, size_t bytes) {
+  const float* f = static_cast<const float*>(buf);
+  if (!has("avx2")) return 0.0;
+  return has("avx512f") ? probe_read(f, bytes / sizeof(float))
+                        : probe_read_avx2(f, bytes / sizeof(float));
+}
+
+double thread_seconds() {
+  return Clock::now();
+}
+
 void report_flops(benchmark::State& state, double ops_per_iter, double peak_gops) {
   const double ops = ops_per_iter * static_cast<double>(state.iterations());
   state.counters["GOPS"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsRate);

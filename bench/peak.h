@@ -33,6 +33,14 @@ void report_flops(benchmark::State& state, double ops_per_iter, double peak_gops
 // Likewise for bandwidth: GB/s and % of the DRAM read peak, given bytes read per iteration.
 void report_bytes(benchmark::State& state, double bytes_per_iter);
 
+// One streaming read pass over `bytes` of `buf` (64-byte aligned, a multiple of 512 bytes) by the
+// dram_read_gbs probe: GB/s over the calling thread's CPU time. For figures interleaved with the
+// code they are compared with (bench_matmul_int's roofline rows), where one process-wide median
+// would not see the machine's load change.
+double dram_read_pass(const void* buf, size_t bytes);
+// The calling thread's CPU time in seconds (the clock of every probe above).
+double thread_seconds();
+
 // A 2 MiB-aligned buffer with MADV_HUGEPAGE, zero-filled (for weights streamed from DRAM).
 void* huge_alloc(size_t bytes);
 void huge_free(void* p, size_t bytes);
