@@ -160,10 +160,10 @@ inline constexpr int kP = kBytes<T> ? kPQ8 : kPOther;
 // GEMV software prefetch distance in bytes ahead in the group stream (0: none). Items of one
 // thread are consecutive groups, so prefetches run on into the next group. Zen 3 (AVX2, 1 thread,
 // from DRAM) measured 2048 for the blocks' records (576 - 768 bytes) and 12288 for K-quant
-// super-block records (4.7 - 6.8 KiB, issued a unit at a time): without, the hardware prefetcher
-// alone kept the GEMVs at 50 - 70% of the read peak (docs/benchmarks.md). AVX3 takes the same
-// distances (Xeon with AVX-512 VNNI, 1 thread: q4_0 / q4_1 / q4_K / q6_K GEMVs were at 55 - 67%
-// of the read peak without).
+// super-block records (4.7 - 6.8 KiB; a unit's share, issued a few lines per group): without,
+// the hardware prefetcher alone kept the GEMVs at 50 - 70% of the read peak
+// (docs/benchmarks.md). AVX3 takes the same distances (Xeon with AVX-512 VNNI, 1 thread: q4_0 /
+// q4_1 / q4_K / q6_K GEMVs were at 55 - 67% of the read peak without).
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_AVX3
 inline constexpr int64_t kPrefetchBlk = 2048, kPrefetchK = 12288;
 #else

@@ -387,10 +387,10 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
   using K = KUnit<T>;
   static_assert(T != WType::kQ6_K || K::kChunk == K::kGroups, "kq_init starts whole sub-blocks");
   const DI di;
-  if constexpr (XR == 1 && kPrefetchK > 0) {  // GEMV: this unit's share of the record, ahead
-    const int64_t part = (a.rec / K::kUnits + 63) / 64 * 64;
-    for (int64_t o = U * part; o < (U + 1) * part; o += 64) hwy::Prefetch(q + kPrefetchK + o);
-  }
+  // GEMV: this unit's share of the record (pf_lines 64-byte lines), kPrefetchK ahead, spread
+  // over its groups (docs/kernels.md: all at the unit's start kept fewer lines in flight).
+  [[maybe_unused]] const int64_t pf_lines = (a.rec / K::kUnits + 63) / 64;
+  [[maybe_unused]] const uint8_t* pf = q + kPrefetchK + U * 64 * pf_lines;
   constexpr int jl = K::template j_lo<U>(), jh = K::template j_hi<U>();
   VI sl[NT], sh[NT];  // the two sub-blocks' scales, once per unit
   for (int t = 0; t < NT; ++t) {
@@ -406,6 +406,9 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
     }
   }
   for (int g = 0; g < K::kGroups; ++g) {
+    if constexpr (XR == 1 && kPrefetchK > 0)
+      for (int64_t l = g * pf_lines / K::kGroups; l < (g + 1) * pf_lines / K::kGroups; ++l)
+        hwy::Prefetch(pf + 64 * l);
     // x broadcasts first, then one tile's two weight vectors at a time (few live registers).
     VI xl[MR], xh[MR];
     for (int r = 0; r < MR; ++r) {
