@@ -161,18 +161,37 @@ void BM_matmul_int_gemm(benchmark::State& state) {
   std::free(packed);
 }
 
+// `count` packed copies of one random [n, k] matrix of type T, each on its own 4 KiB-aligned
+// stride of one huge-page buffer: the DRAM working set of the GEMV rows.
+struct MatrixSet {
+  MatrixSet(const MatmulKernel& kern, WType T, int64_t n, int64_t k, int64_t count) : count(count) {
+    std::vector<float> scales;
+    make_weights(T, n, k, &file, &scales);
+    packed_bytes = kern.packed_bytes(n, k);
+    stride = (packed_bytes + 4095) / 4096 * 4096;
+    all = static_cast<uint8_t*>(laya::bench::huge_alloc(stride * count));
+    for (int64_t i = 0; i < count; ++i)
+      kern.pack(file.data(), scales.data(), n, k, all + stride * i);
+  }
+  ~MatrixSet() { laya::bench::huge_free(all, stride * count); }
+  MatrixSet(const MatrixSet&) = delete;
+  MatrixSet& operator=(const MatrixSet&) = delete;
+  const uint8_t* matrix(int64_t i) const { return all + stride * i; }
+  double mib() const { return static_cast<double>(stride * count) / (1 << 20); }
+
+  std::vector<uint8_t> file;  // the file layout (GGUF bytes) of the matrix
+  uint64_t packed_bytes = 0;
+  size_t stride = 0;
+  int64_t count = 0;
+  uint8_t* all = nullptr;
+};
+
 // args: n, k, number of matrices cycled through (their total is the DRAM working set), threads
 template <WType T>
 void BM_matmul_int_gemv(benchmark::State& state) {
   const int64_t n = state.range(0), k = state.range(1), count = state.range(2);
   const MatmulKernel& kern = table().matmul[static_cast<int>(T)];
-  std::vector<uint8_t> w;
-  std::vector<float> scales;
-  make_weights(T, n, k, &w, &scales);
-  const uint64_t pb = kern.packed_bytes(n, k);
-  const size_t stride = (pb + 4095) / 4096 * 4096;
-  uint8_t* all = static_cast<uint8_t*>(laya::bench::huge_alloc(stride * count));
-  for (int64_t i = 0; i < count; ++i) kern.pack(w.data(), scales.data(), n, k, all + stride * i);
+  const MatrixSet set(kern, T, n, k, count);
   Buffers buf(kern, 1, n, k);
   laya::bench::peaks();  // measured before timing starts
   const bool two = state.range(3) == 2;
@@ -181,23 +200,22 @@ void BM_matmul_int_gemv(benchmark::State& state) {
   const laya::kernels::ThreadPool* pool = two ? workers.view() : nullptr;
   int64_t i = 0;
   for (auto _ : state) {
-    kern.run(all + stride * i, buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
-             pool);
+    kern.run(set.matrix(i), buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch, pool);
     benchmark::DoNotOptimize(buf.y.data());
     benchmark::ClobberMemory();
     if (++i == count) i = 0;
   }
   // % of the 1-core DRAM read figure (2 threads may exceed 100%).
-  laya::bench::report_bytes(state, static_cast<double>(pb));
+  laya::bench::report_bytes(state, static_cast<double>(set.packed_bytes));
   // The same over the file's (GGUF) bytes of the matrix, what a model's roofline counts.
-  const double file_bytes = static_cast<double>(w.size()) * static_cast<double>(state.iterations());
+  const double file_bytes =
+      static_cast<double>(set.file.size()) * static_cast<double>(state.iterations());
   const double peak = laya::bench::peaks().dram_read_gbs;
   state.counters["file_GBps"] = benchmark::Counter(file_bytes * 1e-9, benchmark::Counter::kIsRate);
   state.counters["file_pct_peak"] = benchmark::Counter(
       peak > 0 ? file_bytes * 1e-9 * 100.0 / peak : 0.0, benchmark::Counter::kIsRate);
-  state.counters["MiB_set"] = static_cast<double>(stride * count) / (1 << 20);
+  state.counters["MiB_set"] = set.mib();
   state.SetLabel(table().isa);
-  laya::bench::huge_free(all, stride * count);
 }
 
 // The GEMV's roofline, interleaved (args: n, k, matrices; 1 thread): each iteration is one read
@@ -212,13 +230,7 @@ template <WType T>
 void BM_matmul_int_gemv_roofline(benchmark::State& state) {
   const int64_t n = state.range(0), k = state.range(1), count = state.range(2);
   const MatmulKernel& kern = table().matmul[static_cast<int>(T)];
-  std::vector<uint8_t> w;
-  std::vector<float> scales;
-  make_weights(T, n, k, &w, &scales);
-  const uint64_t pb = kern.packed_bytes(n, k);
-  const size_t stride = (pb + 4095) / 4096 * 4096;
-  uint8_t* all = static_cast<uint8_t*>(laya::bench::huge_alloc(stride * count));
-  for (int64_t i = 0; i < count; ++i) kern.pack(w.data(), scales.data(), n, k, all + stride * i);
+  const MatrixSet set(kern, T, n, k, count);
   const size_t read_bytes = size_t{256} << 20;
   void* rd = laya::bench::huge_alloc(read_bytes);
   std::memset(rd, 1, read_bytes);
@@ -228,14 +240,14 @@ void BM_matmul_int_gemv_roofline(benchmark::State& state) {
     const double probe = laya::bench::dram_read_pass(rd, read_bytes);
     const double t0 = laya::bench::thread_seconds();
     for (int64_t i = 0; i < count; ++i) {
-      kern.run(all + stride * i, buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
+      kern.run(set.matrix(i), buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
                nullptr);
       benchmark::DoNotOptimize(buf.y.data());
       benchmark::ClobberMemory();
     }
     const double s = laya::bench::thread_seconds() - t0;
     state.SetIterationTime(s);
-    const double g = static_cast<double>(pb) * static_cast<double>(count) / s * 1e-9;
+    const double g = static_cast<double>(set.packed_bytes) * static_cast<double>(count) / s * 1e-9;
     gemv_gbs.push_back(g);
     read_gbs.push_back(probe);
     pct.push_back(probe > 0 ? 100.0 * g / probe : 0.0);
@@ -244,17 +256,17 @@ void BM_matmul_int_gemv_roofline(benchmark::State& state) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  const double file_per_packed = static_cast<double>(w.size()) / static_cast<double>(pb);
+  const double file_per_packed =
+      static_cast<double>(set.file.size()) / static_cast<double>(set.packed_bytes);
   state.counters["GBps"] = median(gemv_gbs);
   state.counters["read_GBps"] = median(read_gbs);
   state.counters["pct_read"] = median(pct);
   state.counters["file_pct_read"] = median(pct) * file_per_packed;
   state.counters["pct_read_lo"] = pct.empty() ? 0.0 : *std::min_element(pct.begin(), pct.end());
   state.counters["pct_read_hi"] = pct.empty() ? 0.0 : *std::max_element(pct.begin(), pct.end());
-  state.counters["MiB_set"] = static_cast<double>(stride * count) / (1 << 20);
+  state.counters["MiB_set"] = set.mib();
   state.SetLabel(table().isa);
   laya::bench::huge_free(rd, read_bytes);
-  laya::bench::huge_free(all, stride * count);
 }
 
 }  // namespace
