@@ -5,7 +5,7 @@ table of medians.
 
     /work/refvenv/bin/python bench/decoder_bench.py --laya-run build/tools/laya-run --gguf M.gguf \\
         [--prompt-tokens 128] [--new-tokens 64] [--threads 1,2] [--reps 3] [--kv-types f32,f16]
-        [--no-llamacpp]
+        [--no-llamacpp] [--roofline build/bench/laya-bench-kernels]
 
 Per repetition each engine starts cold in the same way: ours a fresh `laya-run generate` process
 (load, import, pack, then prefill the prompt in one chunk and decode), llama.cpp a fresh
@@ -17,6 +17,13 @@ KV cache type (`laya-run generate --kv-type`, one row each; llama.cpp keeps its 
 interleaved with the other engine in every repetition; --no-llamacpp leaves llama.cpp out.
 llama.cpp runs its generic CPU path (reftools.llama_cpp_generic_path: its AMX path dies on our
 Xeons with AMX). The machine may be shared: quote the CPU and say so.
+
+--roofline BENCH adds each decode's share of the memory roofline: weight bytes per token (every
+tensor of the GGUF, less token_embd when an output.weight exists: a tied head reads the whole
+table each step, an untied embedding one row) x decode tok/s over the 1-thread DRAM read figure
+of `BENCH --benchmark_filter=BM_machine_peaks` (bench/peak.h), which is measured again right
+after every decode, so each ratio has its own denominator; the column is the median of those
+ratios (issue 8's bar: >= 75% at 1 thread).
 """
 import argparse
 import json
@@ -42,6 +49,26 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor()
+
+
+def weight_bytes_per_token(path):
+    import gguf
+
+    r = gguf.GGUFReader(path)
+    sizes = {t.name: int(t.n_bytes) for t in r.tensors}
+    total = sum(sizes.values())
+    if "output.weight" in sizes:
+        total -= sizes.get("token_embd.weight", 0)
+    return total
+
+
+def read_gbs(bench):
+    out = subprocess.run(["taskset", "-c", "1", bench, "--benchmark_filter=BM_machine_peaks"],
+                         check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "dram_read_GBps=" in line:
+            return float(line.split("dram_read_GBps=")[1].split()[0])
+    raise RuntimeError("no dram_read_GBps in BM_machine_peaks' output")
 
 
 def ours(laya_run, gguf, ids, new, threads, kv_type):
@@ -86,7 +113,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--kv-types", default="f32", help="ours: KV cache types, e.g. f32,f16")
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--roofline", metavar="BENCH", help="laya-bench-kernels: add the roofline column")
     a = ap.parse_args()
+    wbytes = weight_bytes_per_token(a.gguf) if a.roofline else 0
     kv_types = a.kv_types.split(",")
     import llama_cpp
 
@@ -98,22 +127,35 @@ def main():
         res = {f"laya-run (KV {kv})": [] for kv in kv_types}
         if not a.no_llamacpp:
             res["llama.cpp"] = []
+        def measured(r):  # (pp, decode, roofline share of this decode or None)
+            if not a.roofline:
+                return r + (None,)
+            return r + (wbytes * r[1] * 1e-9 / read_gbs(a.roofline),)
+
         for _ in range(a.reps):  # interleaved, so a load change hits both
             for kv in kv_types:
-                res[f"laya-run (KV {kv})"].append(ours(a.laya_run, a.gguf, ids, a.new_tokens, th,
-                                                       kv))
+                res[f"laya-run (KV {kv})"].append(measured(ours(a.laya_run, a.gguf, ids,
+                                                                a.new_tokens, th, kv)))
             if not a.no_llamacpp:
-                res["llama.cpp"].append(llamacpp(a.gguf, ids, a.new_tokens, th))
+                res["llama.cpp"].append(measured(llamacpp(a.gguf, ids, a.new_tokens, th)))
         for name, r in res.items():
             rows.append((name, th, statistics.median(x[0] for x in r),
-                         statistics.median(x[1] for x in r)))
+                         statistics.median(x[1] for x in r),
+                         statistics.median(x[2] for x in r) if a.roofline else None))
     print(f"CPU: {cpu_model()}; {a.gguf.split('/')[-1]}; prompt {len(ids)} tokens in one chunk, "
           f"{a.new_tokens} new tokens; median of {a.reps}; llama-cpp-python "
           f"{llama_cpp.__version__}\n")
-    print("| engine | threads | prompt processing (tok/s) | decode (tok/s) |")
-    print("|---|---|---|---|")
-    for name, th, pp, dec in rows:
-        print(f"| {name} | {th} | {pp:.1f} | {dec:.1f} |")
+    if a.roofline:
+        print(f"Roofline: {wbytes / 1e6:.1f} MB of weights per token; the DRAM read figure measured "
+              f"after every decode (median of the per-run ratios)\n")
+        print("| engine | threads | prompt processing (tok/s) | decode (tok/s) | roofline |")
+        print("|---|---|---|---|---|")
+    else:
+        print("| engine | threads | prompt processing (tok/s) | decode (tok/s) |")
+        print("|---|---|---|---|")
+    for name, th, pp, dec, roof in rows:
+        tail = f" {100 * roof:.0f}% |" if a.roofline else ""
+        print(f"| {name} | {th} | {pp:.1f} | {dec:.1f} |{tail}")
 
 
 if __name__ == "__main__":
