@@ -20,7 +20,10 @@
 // target and layout reuses those bytes (a hit: no packing, no memory), and the bytes are freed when
 // the last executable holding them goes (its session is destroyed or rebound). The key is the
 // weight's mapped address (hal::PackedWeightKey): sessions of one loaded graph share, two loads of
-// one file do not. The AX8850 simulator packs into the persistent region as before.
+// one file do not. The AX8850 simulator packs into the persistent region as before. Memory: packed
+// weights below 2 MiB share 2 MiB huge-page slabs (first fit, front to back; a slab is freed with
+// its last entry), larger ones get their own 2 MiB-aligned block, all MADV_HUGEPAGE: the decode
+// GEMVs stream a small model's many small matrices from huge pages (measured: docs/kernels.md).
 //
 // Thread-safe: sessions on one device bind, execute and die on any threads at once. acquire holds
 // a lock only to look up and insert; packing runs outside it (a second acquire of the same weight

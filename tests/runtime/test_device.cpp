@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -276,6 +277,68 @@ TEST_CASE("device: a session without one uses the process default") {
   CHECK(&(*s1)->device() == Device::process_default().get());
   CHECK(&(*s2)->device() == &(*s1)->device());
   CHECK(Device::process_default()->shares_weights());
+}
+
+// The cache's memory: entries below 2 MiB share 2 MiB-aligned slabs (huge pages for a model's
+// many small matrices), 64-byte aligned, packed front to back without overlap; a slab lives while
+// any of its entries does, and its neighbours' bytes survive one being released. Larger entries
+// get their own 2 MiB-aligned block.
+TEST_CASE("device: small packed weights share huge-page slabs") {
+  auto dev = make_device(1, true);
+  hal::WeightCache* cache = dev->shared()->weights;
+  REQUIRE(cache != nullptr);
+  struct Fill {
+    uint8_t value;
+    uint64_t bytes;
+  };
+  const hal::PackFn fill = [](void* ctx, void* dst) {
+    const Fill* f = static_cast<const Fill*>(ctx);
+    std::memset(dst, f->value, f->bytes);
+  };
+  const uint64_t kSlab = hal::kHugePageBytes;
+  static const uint8_t sources[8] = {};
+  const uint64_t sizes[8] = {700'000, 700'000, 100, 600'000, 5'000'000, 900'000, 1, 2'000'000};
+  std::vector<const uint8_t*> got;
+  for (int i = 0; i < 8; ++i) {
+    Fill f{static_cast<uint8_t>(i + 1), sizes[i]};
+    hal::PackedWeightKey key{&sources[i], 1, "test", {}};
+    Result<const void*> p = cache->acquire(key, sizes[i], fill, &f);
+    REQUIRE_MESSAGE(p.is_ok(), p.status().to_string());
+    got.push_back(static_cast<const uint8_t*>(*p));
+    CHECK(reinterpret_cast<uintptr_t>(*p) % hal::persistent_alignment(sizes[i]) == 0);
+  }
+  auto slab = [&](int i) { return reinterpret_cast<uintptr_t>(got[i]) / kSlab; };
+  // 700 000 + 700 000 + 128 + 600 000 go to one slab; 900 000 does not fit there: a second; 1 byte
+  // still does (the first slab with room).
+  CHECK(slab(1) == slab(0));
+  CHECK(slab(2) == slab(0));
+  CHECK(slab(3) == slab(0));
+  CHECK(got[1] == got[0] + 700'032);  // 64-byte aligned, front to back
+  CHECK(slab(5) != slab(0));
+  CHECK(slab(6) == slab(0));
+  CHECK(reinterpret_cast<uintptr_t>(got[4]) % kSlab == 0);  // 5 MB and 2 MB: their own blocks
+  CHECK(reinterpret_cast<uintptr_t>(got[7]) % kSlab == 0);
+  CHECK(dev->weight_stats().bytes ==
+        700'000 + 700'000 + 100 + 600'000 + 5'000'000 + 900'000 + 1 + 2'000'000);
+  auto intact = [&](int i) {
+    return std::all_of(got[i], got[i] + sizes[i],
+                       [&](uint8_t b) { return b == static_cast<uint8_t>(i + 1); });
+  };
+  for (int i = 0; i < 8; ++i) CHECK(intact(i));
+  // Releasing some entries of a slab keeps the others' bytes; a new small entry still fits.
+  cache->release(got[0]);
+  cache->release(got[2]);
+  CHECK(intact(1));
+  CHECK(intact(3));
+  Fill f{9, 300'000};
+  Result<const void*> p = cache->acquire({&sources[0], 2, "test", {}}, 300'000, fill, &f);
+  REQUIRE(p.is_ok());
+  CHECK(intact(1));
+  CHECK(intact(3));
+  for (int i : {1, 3, 4, 5, 6, 7}) cache->release(got[i]);
+  cache->release(*p);
+  CHECK(dev->weight_stats().entries == 0);
+  CHECK(dev->weight_stats().bytes == 0);
 }
 
 }  // namespace
