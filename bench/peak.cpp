@@ -184,6 +184,17 @@ bool has(const char* feature) {
   return false;
 }
 
+}  // namespace
+
+double dram_read_pass(const void* buf, size_t bytes) {
+  const float* f = static_cast<const float*>(buf);
+  if (!has("avx2")) return 0.0;
+  return has("avx512f") ? probe_read(f, bytes / sizeof(float))
+                        : probe_read_avx2(f, bytes / sizeof(float));
+}
+
+namespace {
+
 Peaks measure() {
   Peaks p;
   const int64_t iters = 20'000'000;
@@ -197,9 +208,7 @@ Peaks measure() {
     float* buf = static_cast<float*>(huge_alloc(bytes));
     if (buf != nullptr) {
       std::memset(buf, 1, bytes);
-      for (int i = 0; i < 5; ++i)
-        r.push_back(zmm ? probe_read(buf, bytes / sizeof(float))
-                        : probe_read_avx2(buf, bytes / sizeof(float)));
+      for (int i = 0; i < 5; ++i) r.push_back(dram_read_pass(buf, bytes));
       p.dram_read_gbs = median(r);
       huge_free(buf, bytes);
     }
@@ -233,13 +242,6 @@ Peaks measure() {
 const Peaks& peaks() {
   static const Peaks p = measure();
   return p;
-}
-
-double dram_read_pass(const void* buf, size_t bytes) {
-  const float* f = static_cast<const float*>(buf);
-  if (!has("avx2")) return 0.0;
-  return has("avx512f") ? probe_read(f, bytes / sizeof(float))
-                        : probe_read_avx2(f, bytes / sizeof(float));
 }
 
 double thread_seconds() {
