@@ -34,7 +34,7 @@ namespace {
 using namespace laya;
 
 constexpr int64_t kSystem = 400, kSuffix = 20, kChunk = 128, kBlock = 16;
-ir::DType g_kv_dtype = ir::DType::kF32;  // --kv-type
+ir::DType g_kv_dtype = ir::DType::kF16;  // --kv-type (default f16, as laya-run)
 
 std::string gguf_path() {
   if (const char* p = std::getenv("LAYA_SMOLLM2_GGUF")) return p;

@@ -13,7 +13,8 @@ Per repetition each engine starts cold in the same way: ours a fresh `laya-run g
 processing is prompt tokens / prefill time (the first execute in the process on both sides);
 decode is new tokens after the first / their time. The prompt is the same ids on both sides
 (llama.cpp's tokenization of a fixed text, cut to --prompt-tokens). --kv-types runs ours once per
-KV cache type (`laya-run generate --kv-type`, one row each; llama.cpp keeps its default f16 K / V),
+KV cache type (`laya-run generate --kv-type`, one row each; default f16, laya-run's default and
+llama.cpp's, which keeps its default f16 K / V),
 interleaved with the other engine in every repetition; --no-llamacpp leaves llama.cpp out.
 llama.cpp runs its generic CPU path (reftools.llama_cpp_generic_path: its AMX path dies on our
 Xeons with AMX). The machine may be shared: quote the CPU and say so.
@@ -111,7 +112,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--kv-types", default="f32", help="ours: KV cache types, e.g. f32,f16")
+    ap.add_argument("--kv-types", default="f16", help="ours: KV cache types, e.g. f16,f32")
     ap.add_argument("--no-llamacpp", action="store_true")
     ap.add_argument("--roofline", metavar="BENCH", help="laya-bench-kernels: add the roofline column")
     a = ap.parse_args()

@@ -135,7 +135,9 @@ struct CachedDecoderGraphOptions {
   int64_t max_batch = 1;
   int64_t max_seq = 128;                 // the prefill chunk
   int64_t max_cells = 4096;              // the largest cache a session may bind
-  ir::DType kv_dtype = ir::DType::kF32;  // the states: kF32 or kF16
+  // The states: kF16 (the default, as llama.cpp keeps K / V: half the bytes, and decode's attention
+  // reads half) or kF32 (what the parity tests against f32 references hold).
+  ir::DType kv_dtype = ir::DType::kF16;
 };
 // kInvalidArgument for a bound < 1 or another kv_dtype; otherwise as build_decoder_graph.
 Result<ir::Graph> build_cached_decoder_graph(std::shared_ptr<const File> f,

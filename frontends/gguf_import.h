@@ -38,7 +38,7 @@ inline constexpr const char* kGgufTokenizerKind = "gguf";
 struct GgufImportOptions {
   int64_t max_chunk = 128;  // bound of "seq" (>= 1; capped at context_length)
   int64_t max_cells = 0;    // bound of "cells"; 0: the model's context_length (capped at it)
-  ir::DType kv_dtype = ir::DType::kF32;  // the KV cache states: kF32 or kF16 (fixed in the file)
+  ir::DType kv_dtype = ir::DType::kF16;  // the KV cache states: kF16 or kF32 (fixed in the file)
   bool hash_source = true;               // sha256 of the GGUF into the provenance
   std::string converter_version = "laya-frontends 0.1.0";
   // The decision temperatures (read_decision_config); `present` is set by import_gguf.

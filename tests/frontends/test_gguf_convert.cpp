@@ -89,38 +89,48 @@ int compare_runs(Cached& gguf, Cached& laya, const std::vector<int32_t>& prompt,
 
 }  // namespace
 
+// The KV cache's element type of a decoder graph (its first state's).
+ir::DType kv_dtype_of(const ir::Graph& g) {
+  REQUIRE(!g.states.empty());
+  return g.values[g.states[0]].dtype;
+}
+
 TEST_CASE("a converted tiny GGUF: bit-identical logits, weights as stored, vocabulary, metadata") {
   for (const char* name : {"tiny-llama.gguf", "tiny-qwen2.gguf"})
-    for (const char* kernels : {"ref", "auto"}) {
-      CAPTURE(std::string(name));
-      CAPTURE(std::string(kernels));
-      const std::string src = fixtures_dir() + name;
-      TempDir tmp;
-      const auto f = open_file(src);
-      GgufImportOptions opts;
-      opts.max_chunk = 16;
-      ir::Graph g = convert_and_load(src, tmp.file("m.laya"), opts);
+    for (const char* kernels : {"ref", "auto"})
+      for (const ir::DType kv : {ir::DType::kF16, ir::DType::kF32}) {
+        CAPTURE(std::string(name));
+        CAPTURE(std::string(kernels));
+        CAPTURE(ir::dtype_name(kv));
+        const std::string src = fixtures_dir() + name;
+        TempDir tmp;
+        const auto f = open_file(src);
+        GgufImportOptions opts;
+        opts.max_chunk = 16;
+        if (kv == ir::DType::kF32) opts.kv_dtype = kv;  // f16: the default
+        ir::Graph g = convert_and_load(src, tmp.file("m.laya"), opts);
 
-      check_weights_as_stored(g, *f);
-      const int s = g.find_symbol("seq"), c = g.find_symbol("cells");
-      REQUIRE((s >= 0 && c >= 0));
-      CHECK(g.symbols[static_cast<size_t>(s)].max == 16);
-      CHECK(g.symbols[static_cast<size_t>(c)].max == decoder_params(*f)->context_length);
-      CHECK(g.meta.architecture == *f->get_string("general.architecture"));
-      CHECK(g.meta.tokenizer_kind == "gguf");
-      CHECK(g.meta.decision.present);
-      CHECK(g.meta.provenance.files.size() == 1);
-      CHECK(g.meta.provenance.files[0].name == name);
-      CHECK(g.meta.provenance.files[0].sha256.size() == 64);
+        CHECK(kv_dtype_of(g) == kv);
+        check_weights_as_stored(g, *f);
+        const int s = g.find_symbol("seq"), c = g.find_symbol("cells");
+        REQUIRE((s >= 0 && c >= 0));
+        CHECK(g.symbols[static_cast<size_t>(s)].max == 16);
+        CHECK(g.symbols[static_cast<size_t>(c)].max == decoder_params(*f)->context_length);
+        CHECK(g.meta.architecture == *f->get_string("general.architecture"));
+        CHECK(g.meta.tokenizer_kind == "gguf");
+        CHECK(g.meta.decision.present);
+        CHECK(g.meta.provenance.files.size() == 1);
+        CHECK(g.meta.provenance.files[0].name == name);
+        CHECK(g.meta.provenance.files[0].sha256.size() == 64);
 
-      // The same cells and chunk on both: the GGUF graph built for exactly those bounds, the .laya
-      // with its own (larger) ones.
-      const int64_t kChunk = 5, kCells = 48;
-      Cached from_gguf(f, kernels, 1, kChunk, kCells);
-      Cached from_laya(std::move(g), kernels, 1, kChunk, kCells);
-      const std::vector<int32_t> prompt = random_ids(13, from_gguf.runner->vocab(), 11);
-      CHECK(compare_runs(from_gguf, from_laya, prompt, kChunk, 12) == 25);
-    }
+        // The same cells and chunk on both: the GGUF graph built for exactly those bounds, the .laya
+        // with its own (larger) ones.
+        const int64_t kChunk = 5, kCells = 48;
+        Cached from_gguf(f, kernels, 1, kChunk, kCells, 2, kv);
+        Cached from_laya(std::move(g), kernels, 1, kChunk, kCells);
+        const std::vector<int32_t> prompt = random_ids(13, from_gguf.runner->vocab(), 11);
+        CHECK(compare_runs(from_gguf, from_laya, prompt, kChunk, 12) == 25);
+      }
 }
 
 TEST_CASE("the embedded vocabulary tokenizes as the GGUF does") {
@@ -347,7 +357,8 @@ TEST_CASE("SmolLM2 Q4_1 converted: weights as stored, the same greedy ids and lo
   CHECK(prompt == prompt_b);
 
   const int64_t kChunk = 8, kCells = 96;
-  Cached from_gguf(f, "auto", 1, kChunk, kCells);
+  CHECK(kv_dtype_of(g) == ir::DType::kF16);  // the default
+  Cached from_gguf(f, "auto", 1, kChunk, kCells, 2, ir::DType::kF16);
   Cached from_laya(std::move(g), "auto", 1, kChunk, kCells);
   compare_runs(from_gguf, from_laya, prompt, kChunk, 0);
   // generate(): the same greedy ids.

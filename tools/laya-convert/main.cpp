@@ -70,7 +70,7 @@ constexpr const char* kUsage =
     "  --max-chunk N        the longest prefill chunk a session may plan (default 128)\n"
     "  --context N          KV cache cells a session may bind (default: the model's context)\n"
     "  --kv-type T          f32 | f16: the KV cache's element type, fixed in the file\n"
-    "                       (default f32; f16 halves the cache)\n"
+    "                       (default f16, as llama.cpp; f32 doubles the cache)\n"
     "\n"
     "exit codes: 0 ok, 1 bad input, 2 bad arguments\n";
 
@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
     frontends::gguf::GgufImportOptions go;
     go.max_chunk = max_chunk;
     go.max_cells = context;
-    if (kv_type == "f16") go.kv_dtype = ir::DType::kF16;
+    if (kv_type == "f32") go.kv_dtype = ir::DType::kF32;
     go.hash_source = !no_hash;
     go.converter_version = kVersion;
     if (!decision_config.empty()) {

@@ -89,7 +89,7 @@ constexpr const char* kDecideUsage =
     "                     decoder schema decisions: sample (options and free values) instead of\n"
     "                     greedy, as laya-run generate does\n"
     "  --chunk N          decoder prefill chunk in tokens, 1..4096 (default 128)\n"
-    "  --kv-type T        f32 | f16: a decoder's KV cache element type (default f32; a .laya\n"
+    "  --kv-type T        f32 | f16: a decoder's KV cache element type (default f16; a .laya\n"
     "                     decoder: the type laya-convert --kv-type stored)\n"
     "  --threads N        CPU threads (default: all cores)\n"
     "  --kernels K        auto | ref | a Highway target name (default auto)\n"

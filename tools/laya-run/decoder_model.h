@@ -36,7 +36,7 @@ struct Decoder {
   int32_t eos = -1;
   ir::Graph graph;               // .laya: loaded by open; GGUF: built by start
   runtime::DecoderInstance run;  // start's session, KV cache and runner
-  // The KV cache's element type (--kv-type): "" (f32 for a GGUF, the stored one for a .laya),
+  // The KV cache's element type (--kv-type): "" (f16 for a GGUF, the stored one for a .laya),
   // "f32" or "f16". A GGUF graph is built with it; a .laya decoder's was fixed by laya-convert
   // --kv-type, and asking for another one fails.
   std::string kv_type;
