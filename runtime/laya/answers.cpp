@@ -66,6 +66,11 @@ double entropy_confidence(const std::vector<float>& p) {
   return score < 0.0 ? 0.0 : (score > 1.0 ? 1.0 : score);
 }
 
+// The temperature bucket of k options (REFERENCE-laya.md §5).
+const char* size_bucket(size_t k) {
+  return k <= 2 ? "2" : k <= 5 ? "3-5" : k <= 10 ? "6-10" : "11+";
+}
+
 // The bucket of an answer, as confidence._option_bucket reads it off the answer.
 std::string answer_bucket(const Value& a) {
   const Value* type = a.find("type");
@@ -80,15 +85,13 @@ std::string answer_bucket(const Value& a) {
     k = 2;
   else
     return "";
-  const char* size = k <= 2 ? "2" : k <= 5 ? "3-5" : k <= 10 ? "6-10" : "11+";
-  return t + ":" + size;
+  return t + ":" + size_bucket(k);
 }
 
 }  // namespace
 
 std::string temp_bucket(QType t, int k) {
-  const char* size = k <= 2 ? "2" : k <= 5 ? "3-5" : k <= 10 ? "6-10" : "11+";
-  return std::string(qtype_name(t)) + ":" + size;
+  return std::string(qtype_name(t)) + ":" + size_bucket(k < 0 ? 0 : static_cast<size_t>(k));
 }
 
 double clamp_temperature(double t) {
