@@ -124,4 +124,80 @@ inline std::vector<LayaRow> rows_from_json(const json::Value& list, size_t first
   return out;
 }
 
+// A row of a recorded forward (laya-cases/1) replayed through a session: its request row, our
+// outputs for its whole forward and its index there, and the recorded forward, whose arrays
+// ("logits", "logits_fp64", "act_logits") hold this row at `index`.
+struct ReplayedRow {
+  const LayaRow& row;
+  const LayaOut& out;
+  size_t index;
+  const json::Value& forward;
+
+  int64_t k() const { return static_cast<int64_t>(row.markers.size()); }  // the row's options
+  const float* logits() const { return out.logits.data() + static_cast<int64_t>(index) * out.k; }
+  const float* act_logits() const {
+    return out.act_logits.data() + static_cast<int64_t>(index) * out.n_act;
+  }
+  // The first `n` entries (all: n < 0) of this row in the recorded array `key`, as floats.
+  std::vector<float> recorded(const char* key, int64_t n = -1) const {
+    const json::Value& r = forward.find(key)->items()[index];
+    const size_t m = n < 0 ? r.items().size() : static_cast<size_t>(n);
+    std::vector<float> v;
+    for (size_t j = 0; j < m; ++j) v.push_back(static_cast<float>(r.items()[j].as_double()));
+    return v;
+  }
+};
+
+// Replays every forward of case `c` ({"rows", "forwards"}: each forward's rows packed, one execute
+// each) and calls fn(const ReplayedRow&) per row, in order. The first execute's error, or
+// kInvalidArgument when the forwards ask for more rows than the case has.
+template <class Fn>
+Status replay_forwards(runtime::Session& s, const json::Value& c, Fn&& fn) {
+  const json::Value* rows = c.find("rows");
+  const json::Value* fwds = c.find("forwards");
+  if (rows == nullptr || fwds == nullptr) return Status::ok();
+  size_t next = 0;
+  for (const json::Value& f : fwds->items()) {
+    const size_t n = static_cast<size_t>(*f.find("rows")->as_int64());
+    if (next + n > rows->items().size())
+      return Status(StatusCode::kInvalidArgument, "a forward asks for more rows than its case has");
+    const std::vector<LayaRow> batch = rows_from_json(*rows, next, n);
+    next += n;
+    LayaOut out;
+    LAYA_RETURN_IF_ERROR(run_laya(s, batch, &out));
+    for (size_t r = 0; r < n; ++r) fn(ReplayedRow{batch[r], out, r, f});
+  }
+  return Status::ok();
+}
+
+// Replays every recorded embedding of case `c` ("embeddings": {"input_ids", "embedding"}, one text
+// per row; entries without "embedding" are skipped) and calls fn(cosine of ours with it).
+template <class Fn>
+Status replay_embeddings(runtime::Session& s, const json::Value& c, Fn&& fn) {
+  const json::Value* embs = c.find("embeddings");
+  if (embs == nullptr) return Status::ok();
+  for (const json::Value& e : embs->items()) {
+    const json::Value* want = e.find("embedding");
+    if (want == nullptr) continue;
+    LayaRow row;
+    for (const json::Value& v : e.find("input_ids")->items())
+      row.ids.push_back(static_cast<int32_t>(*v.as_int64()));
+    row.markers = {0};
+    LayaOut out;
+    LAYA_RETURN_IF_ERROR(run_laya(s, {row}, &out));
+    if (static_cast<int64_t>(want->items().size()) != out.d)
+      return Status(StatusCode::kInvalidArgument, "a recorded embedding's size is not the model's");
+    double dot = 0, na = 0, nb = 0;
+    for (int64_t j = 0; j < out.d; ++j) {
+      const double a = out.embeddings[static_cast<size_t>(j)];
+      const double b = want->items()[static_cast<size_t>(j)].as_double();
+      dot += a * b;
+      na += a * a;
+      nb += b * b;
+    }
+    fn(dot / std::sqrt(na * nb));
+  }
+  return Status::ok();
+}
+
 }  // namespace laya::tools

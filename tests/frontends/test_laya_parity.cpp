@@ -31,84 +31,43 @@ struct Stats {
 };
 
 void compare_case(runtime::Session& s, const json::Value& c, Stats* st) {
-  const json::Value* rows = c.find("rows");
-  const json::Value* fwds = c.find("forwards");
-  size_t next = 0;
-  if (fwds != nullptr)
-    for (const json::Value& f : fwds->items()) {
-      const size_t n = static_cast<size_t>(*f.find("rows")->as_int64());
-      REQUIRE(next + n <= rows->items().size());
-      const std::vector<tools::LayaRow> batch = tools::rows_from_json(*rows, next, n);
-      next += n;
-      tools::LayaOut out;
-      const Status run = tools::run_laya(s, batch, &out);
-      REQUIRE_MESSAGE(run.is_ok(), run.to_string());
-      for (size_t r = 0; r < n; ++r) {
-        const json::Value& want = f.find("logits")->items()[r];
-        const json::Value& want64 = f.find("logits_fp64")->items()[r];
-        const json::Value& want_act = f.find("act_logits")->items()[r];
-        const int64_t k = static_cast<int64_t>(batch[r].markers.size());
-        std::vector<float> ref;
-        for (int64_t j = 0; j < k; ++j)
-          ref.push_back(static_cast<float>(want.items()[static_cast<size_t>(j)].as_double()));
-        const float* ours = out.logits.data() + static_cast<int64_t>(r) * out.k;
-        for (int64_t j = k; j < out.k; ++j) CHECK(ours[j] == -1e4f);  // empty slots, exactly
-        for (int64_t j = 0; j < k; ++j)
-          st->max_dlogit = std::max(st->max_dlogit, std::fabs(double{ours[j]} - ref[j]));
-        std::vector<float> ref64;
-        for (int64_t j = 0; j < k; ++j)
-          ref64.push_back(static_cast<float>(want64.items()[static_cast<size_t>(j)].as_double()));
-        const std::vector<double> p = tools::softmax_d(ours, k),
-                                  q = tools::softmax_d(ref.data(), k);
-        const std::vector<double> q64 = tools::softmax_d(ref64.data(), k);
-        double dp = 0, sdk_rounding = 0;
-        size_t am_p = 0, am_q = 0;
-        for (size_t j = 0; j < p.size(); ++j) {
-          st->max_dp64 = std::max(st->max_dp64, std::fabs(p[j] - q64[j]));
-          sdk_rounding = std::max(sdk_rounding, std::fabs(q[j] - q64[j]));
-          dp = std::max(dp, std::fabs(p[j] - q[j]));
-          if (p[j] > p[am_p]) am_p = j;
-          if (q[j] > q[am_q]) am_q = j;
-        }
-        st->max_dp = std::max(st->max_dp, dp);
-        st->sensitive_rows += sdk_rounding > 1e-4;
-        st->rows_out_of_bound += dp > 2e-4 + 3 * sdk_rounding;
-        st->argmax_same += am_p == am_q;
-        std::vector<float> act_ref;
-        for (const json::Value& v : want_act.items())
-          act_ref.push_back(static_cast<float>(v.as_double()));
-        REQUIRE(static_cast<int64_t>(act_ref.size()) == out.n_act);
-        const std::vector<double> pa = tools::softmax_d(
-            out.act_logits.data() + static_cast<int64_t>(r) * out.n_act, out.n_act);
-        const std::vector<double> qa = tools::softmax_d(act_ref.data(), out.n_act);
-        st->max_dact = std::max(st->max_dact, std::fabs(pa[0] - qa[0]));
-        ++st->rows;
-      }
+  Status run = tools::replay_forwards(s, c, [&](const tools::ReplayedRow& r) {
+    const int64_t k = r.k();
+    const std::vector<float> ref = r.recorded("logits", k), ref64 = r.recorded("logits_fp64", k);
+    const float* ours = r.logits();
+    for (int64_t j = k; j < r.out.k; ++j) CHECK(ours[j] == -1e4f);  // empty slots, exactly
+    for (int64_t j = 0; j < k; ++j)
+      st->max_dlogit = std::max(st->max_dlogit, std::fabs(double{ours[j]} - ref[j]));
+    const std::vector<double> p = tools::softmax_d(ours, k), q = tools::softmax_d(ref.data(), k);
+    const std::vector<double> q64 = tools::softmax_d(ref64.data(), k);
+    double dp = 0, sdk_rounding = 0;
+    size_t am_p = 0, am_q = 0;
+    for (size_t j = 0; j < p.size(); ++j) {
+      st->max_dp64 = std::max(st->max_dp64, std::fabs(p[j] - q64[j]));
+      sdk_rounding = std::max(sdk_rounding, std::fabs(q[j] - q64[j]));
+      dp = std::max(dp, std::fabs(p[j] - q[j]));
+      if (p[j] > p[am_p]) am_p = j;
+      if (q[j] > q[am_q]) am_q = j;
     }
-  // Shortlist embeddings: one text per row, mean of the final encoder states.
-  if (const json::Value* embs = c.find("embeddings"))
-    for (const json::Value& e : embs->items()) {
-      if (e.find("embedding") == nullptr) continue;  // recorded for one shortlist case only
-      tools::LayaRow row;
-      for (const json::Value& v : e.find("input_ids")->items())
-        row.ids.push_back(static_cast<int32_t>(*v.as_int64()));
-      row.markers = {0};
-      tools::LayaOut out;
-      const Status run = tools::run_laya(s, {row}, &out);
-      REQUIRE_MESSAGE(run.is_ok(), run.to_string());
-      const json::Value& want = *e.find("embedding");
-      REQUIRE(static_cast<int64_t>(want.items().size()) == out.d);
-      double dot = 0, na = 0, nb = 0;
-      for (int64_t j = 0; j < out.d; ++j) {
-        const double a = out.embeddings[static_cast<size_t>(j)];
-        const double b = want.items()[static_cast<size_t>(j)].as_double();
-        dot += a * b;
-        na += a * a;
-        nb += b * b;
-      }
-      st->min_cos = std::min(st->min_cos, dot / std::sqrt(na * nb));
-      ++st->embeddings;
-    }
+    st->max_dp = std::max(st->max_dp, dp);
+    st->sensitive_rows += sdk_rounding > 1e-4;
+    st->rows_out_of_bound += dp > 2e-4 + 3 * sdk_rounding;
+    st->argmax_same += am_p == am_q;
+    const std::vector<float> act_ref = r.recorded("act_logits");
+    REQUIRE(static_cast<int64_t>(act_ref.size()) == r.out.n_act);
+    const std::vector<double> pa = tools::softmax_d(r.act_logits(), r.out.n_act);
+    const std::vector<double> qa = tools::softmax_d(act_ref.data(), r.out.n_act);
+    st->max_dact = std::max(st->max_dact, std::fabs(pa[0] - qa[0]));
+    ++st->rows;
+  });
+  REQUIRE_MESSAGE(run.is_ok(), run.to_string());
+  // Shortlist embeddings (recorded for one shortlist case only): one text per row, mean of the
+  // final encoder states.
+  run = tools::replay_embeddings(s, c, [&](double cosine) {
+    st->min_cos = std::min(st->min_cos, cosine);
+    ++st->embeddings;
+  });
+  REQUIRE_MESSAGE(run.is_ok(), run.to_string());
 }
 
 void check_fixture(const std::string& name) {
@@ -274,36 +233,22 @@ Agreement agreement(frontends::WeightFormat format, const std::string& int8_acti
   const decision::Temperatures temps = decision::model_temperatures(g->meta);
   Agreement a;
   for (const json::Value& c : cases->find("cases")->items()) {
-    const json::Value* rows = c.find("rows");
-    size_t next = 0;
-    for (const json::Value& f : c.find("forwards")->items()) {
-      const size_t n = static_cast<size_t>(*f.find("rows")->as_int64());
-      const std::vector<tools::LayaRow> batch = tools::rows_from_json(*rows, next, n);
-      next += n;
-      tools::LayaOut out;
-      const Status st = tools::run_laya(*run.session, batch, &out);
-      REQUIRE_MESSAGE(st.is_ok(), st.to_string());
-      for (size_t r = 0; r < n; ++r) {
-        const int64_t k = static_cast<int64_t>(batch[r].markers.size());
-        const double t =
-            temps.get(static_cast<decision::QType>(batch[r].qtype), static_cast<int>(k));
-        std::vector<float> ref;
-        for (int64_t j = 0; j < k; ++j)
-          ref.push_back(static_cast<float>(
-              f.find("logits")->items()[r].items()[static_cast<size_t>(j)].as_double()));
-        const std::vector<double> p =
-            tools::softmax_d(out.logits.data() + static_cast<int64_t>(r) * out.k, k, t);
-        const std::vector<double> q = tools::softmax_d(ref.data(), k, t);
-        size_t am_p = 0, am_q = 0;
-        for (size_t j = 0; j < p.size(); ++j) {
-          a.max_dp = std::max(a.max_dp, std::fabs(p[j] - q[j]));
-          if (p[j] > p[am_p]) am_p = j;
-          if (q[j] > q[am_q]) am_q = j;
-        }
-        a.same += am_p == am_q;
-        ++a.rows;
+    const Status st = tools::replay_forwards(*run.session, c, [&](const tools::ReplayedRow& r) {
+      const int64_t k = r.k();
+      const double t = temps.get(static_cast<decision::QType>(r.row.qtype), static_cast<int>(k));
+      const std::vector<float> ref = r.recorded("logits", k);
+      const std::vector<double> p = tools::softmax_d(r.logits(), k, t);
+      const std::vector<double> q = tools::softmax_d(ref.data(), k, t);
+      size_t am_p = 0, am_q = 0;
+      for (size_t j = 0; j < p.size(); ++j) {
+        a.max_dp = std::max(a.max_dp, std::fabs(p[j] - q[j]));
+        if (p[j] > p[am_p]) am_p = j;
+        if (q[j] > q[am_q]) am_q = j;
       }
-    }
+      a.same += am_p == am_q;
+      ++a.rows;
+    });
+    REQUIRE_MESSAGE(st.is_ok(), st.to_string());
   }
   MESSAGE(std::string(frontends::weight_format_name(format))
           << ", int8_activations=" << int8_activations << ": argmax " << a.same << "/" << a.rows

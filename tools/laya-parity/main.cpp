@@ -66,66 +66,30 @@ int argmax(const std::vector<double>& p) {
 Status run_cases(runtime::Session& s, const json::Value& doc, Report* rep) {
   const decision::Temperatures temps = decision::model_temperatures(s.graph().meta);
   for (const json::Value& c : doc.find("cases")->items()) {
-    const json::Value* rows = c.find("rows");
-    size_t next = 0;
-    if (const json::Value* fwds = c.find("forwards"))
-      for (const json::Value& f : fwds->items()) {
-        const size_t n = static_cast<size_t>(*f.find("rows")->as_int64());
-        const std::vector<tools::LayaRow> batch = tools::rows_from_json(*rows, next, n);
-        next += n;
-        tools::LayaOut out;
-        LAYA_RETURN_IF_ERROR(tools::run_laya(s, batch, &out));
-        for (size_t r = 0; r < n; ++r) {
-          const int64_t k = static_cast<int64_t>(batch[r].markers.size());
-          const double t =
-              temps.get(static_cast<decision::QType>(batch[r].qtype), static_cast<int>(k));
-          const float* ours = out.logits.data() + static_cast<int64_t>(r) * out.k;
-          std::vector<float> ref;
-          for (int64_t j = 0; j < k; ++j)
-            ref.push_back(static_cast<float>(
-                f.find("logits")->items()[r].items()[static_cast<size_t>(j)].as_double()));
-          RowResult rr;
-          rr.p = tools::softmax_d(ours, k);
-          rr.pt = tools::softmax_d(ours, k, t);
-          rr.argmax = argmax(rr.p);
-          const std::vector<double> q = tools::softmax_d(ref.data(), k);
-          const std::vector<double> qt = tools::softmax_d(ref.data(), k, t);
-          rep->argmax_sdk += rr.argmax == argmax(q);
-          for (size_t j = 0; j < q.size(); ++j) {
-            rep->dp_sdk = std::max(rep->dp_sdk, std::fabs(rr.p[j] - q[j]));
-            rep->dpt_sdk = std::max(rep->dpt_sdk, std::fabs(rr.pt[j] - qt[j]));
-          }
-          std::vector<float> act_ref;
-          for (const json::Value& v : f.find("act_logits")->items()[r].items())
-            act_ref.push_back(static_cast<float>(v.as_double()));
-          rr.act_p = tools::softmax_d(out.act_logits.data() + static_cast<int64_t>(r) * out.n_act,
-                                      out.n_act)[0];
-          rep->dact_sdk = std::max(
-              rep->dact_sdk, std::fabs(rr.act_p - tools::softmax_d(act_ref.data(), out.n_act)[0]));
-          rep->rows.push_back(std::move(rr));
-        }
+    LAYA_RETURN_IF_ERROR(tools::replay_forwards(s, c, [&](const tools::ReplayedRow& r) {
+      const int64_t k = r.k();
+      const double t = temps.get(static_cast<decision::QType>(r.row.qtype), static_cast<int>(k));
+      const std::vector<float> ref = r.recorded("logits", k), act_ref = r.recorded("act_logits");
+      RowResult rr;
+      rr.p = tools::softmax_d(r.logits(), k);
+      rr.pt = tools::softmax_d(r.logits(), k, t);
+      rr.argmax = argmax(rr.p);
+      const std::vector<double> q = tools::softmax_d(ref.data(), k);
+      const std::vector<double> qt = tools::softmax_d(ref.data(), k, t);
+      rep->argmax_sdk += rr.argmax == argmax(q);
+      for (size_t j = 0; j < q.size(); ++j) {
+        rep->dp_sdk = std::max(rep->dp_sdk, std::fabs(rr.p[j] - q[j]));
+        rep->dpt_sdk = std::max(rep->dpt_sdk, std::fabs(rr.pt[j] - qt[j]));
       }
-    if (const json::Value* embs = c.find("embeddings"))
-      for (const json::Value& e : embs->items()) {
-        const json::Value* want = e.find("embedding");
-        if (want == nullptr) continue;
-        tools::LayaRow row;
-        for (const json::Value& v : e.find("input_ids")->items())
-          row.ids.push_back(static_cast<int32_t>(*v.as_int64()));
-        row.markers = {0};
-        tools::LayaOut out;
-        LAYA_RETURN_IF_ERROR(tools::run_laya(s, {row}, &out));
-        double dot = 0, na = 0, nb = 0;
-        for (int64_t j = 0; j < out.d; ++j) {
-          const double a = out.embeddings[static_cast<size_t>(j)];
-          const double b = want->items()[static_cast<size_t>(j)].as_double();
-          dot += a * b;
-          na += a * a;
-          nb += b * b;
-        }
-        rep->min_cos = std::min(rep->min_cos, dot / std::sqrt(na * nb));
-        ++rep->embeddings;
-      }
+      rr.act_p = tools::softmax_d(r.act_logits(), r.out.n_act)[0];
+      rep->dact_sdk = std::max(
+          rep->dact_sdk, std::fabs(rr.act_p - tools::softmax_d(act_ref.data(), r.out.n_act)[0]));
+      rep->rows.push_back(std::move(rr));
+    }));
+    LAYA_RETURN_IF_ERROR(tools::replay_embeddings(s, c, [&](double cosine) {
+      rep->min_cos = std::min(rep->min_cos, cosine);
+      ++rep->embeddings;
+    }));
   }
   return Status::ok();
 }
