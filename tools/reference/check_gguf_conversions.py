@@ -16,7 +16,7 @@ in CI (it needs llama-cpp-python, transformers and the real weights).
    same dequantized weights. transformers loads the GGUF and dequantizes it (gguf-py); we run an
    F32 GGUF holding gguf-py's dequantization of every tensor (rows in GGUF order, metadata byte
    for byte, so the graph is the one the quantized file gets, with f32 weights and activations),
-   converted to .laya, `laya-run score --last --top VOCAB`: every last-position logit of the 10
+   converted to .laya with an f32 KV cache, `laya-run score --last --top VOCAB`: every last-position logit of the 10
    prompts (ids as our tokenizer gives them). Bar: max |diff| <= 1e-2.
 
 Usage: /work/refvenv/bin/python tools/reference/check_gguf_conversions.py LAYA_RUN LAYA_CONVERT
@@ -98,9 +98,9 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def convert(laya_convert, path):
+def convert(laya_convert, path, kv_type="f16"):
     out = path + ".laya"
-    p = run([laya_convert, path, "-o", out, "--quiet"])
+    p = run([laya_convert, path, "-o", out, "--quiet", "--kv-type", kv_type])
     return (out, None) if p.returncode == 0 else (None, p.stderr.strip())
 
 
@@ -127,7 +127,7 @@ def transformers_check(laya_run, laya_convert, gguf_path, work, threads, log):
     f32 = os.path.join(work, os.path.basename(gguf_path) + ".dequantized-f32.gguf")
     if not os.path.exists(f32):
         write_f32_gguf(gguf_path, f32)
-    laya, err = convert(laya_convert, f32)
+    laya, err = convert(laya_convert, f32, "f32")  # fp32 throughout, the KV cache too
     if err:
         raise RuntimeError(err)
     torch.set_num_threads(threads)
