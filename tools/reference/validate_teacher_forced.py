@@ -11,7 +11,7 @@ Not exact math on either side (llama.cpp quantizes activations to 8 bits for qua
 products and keeps K/V in F16; see tests/fixtures/gguf/README.md), so near-ties may flip.
 
 Usage: /work/refvenv/bin/python tools/reference/validate_teacher_forced.py LAYA_RUN GGUF
-           [--model M.laya] [--steps 64] [--threads 1]
+           [--model M.laya] [--steps 64] [--threads 1] [--kv-type f16|f32]
 (--model: laya-run runs that file, e.g. the .laya laya-convert made of GGUF, instead of the GGUF.)
 """
 import argparse
@@ -29,7 +29,7 @@ import reftools  # noqa: E402
 PROMPTS = reftools.SMOLLM2_PROMPTS
 
 
-def validate(laya_run, gguf, model=None, steps=64, threads=1, log=print):
+def validate(laya_run, gguf, model=None, steps=64, threads=1, log=print, kv_type=None):
     """Runs the check on `gguf`; laya-run runs `model` (default: the GGUF itself, e.g. the .laya
     laya-convert made of it). Returns {"steps", "top1", "top3", "prompts", "tokenization"}."""
     import llama_cpp  # noqa: F401
@@ -58,7 +58,8 @@ def validate(laya_run, gguf, model=None, steps=64, threads=1, log=print):
             path = f.name
         try:
             sc = subprocess.run([laya_run, "score", "--model", model, "--ids-file", path,
-                                 "--top", "1", "--threads", str(threads)],
+                                 "--top", "1", "--threads", str(threads)]
+                                + (["--kv-type", kv_type] if kv_type else []),
                                 check=True, capture_output=True, text=True)
         finally:
             os.unlink(path)
@@ -83,10 +84,11 @@ def main():
     ap.add_argument("--model", help="what laya-run runs (default: the GGUF; e.g. its .laya)")
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--kv-type", help="laya-run score --kv-type (default: laya-run's, f16)")
     a = ap.parse_args()
     import llama_cpp
 
-    r = validate(a.laya_run, a.gguf, a.model, a.steps, a.threads)
+    r = validate(a.laya_run, a.gguf, a.model, a.steps, a.threads, kv_type=a.kv_type)
     steps, top1, top3 = r["steps"], r["top1"], r["top3"]
     print(f"all: top-1 = llama.cpp's at {top1}/{steps} steps ({100.0 * top1 / steps:.1f}%), "
           f"within its top 3 at {top3}/{steps} ({100.0 * top3 / steps:.1f}%); tokenization "
