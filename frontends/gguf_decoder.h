@@ -133,8 +133,8 @@ Result<ir::Graph> build_decoder_graph(std::shared_ptr<const File> f,
 // decode as separate buckets of this one graph (runtime::decoder_session_options).
 struct CachedDecoderGraphOptions {
   int64_t max_batch = 1;
-  int64_t max_seq = 128;                 // the prefill chunk
-  int64_t max_cells = 4096;              // the largest cache a session may bind
+  int64_t max_seq = 128;     // the prefill chunk
+  int64_t max_cells = 4096;  // the largest cache a session may bind
   // The states: kF16 (the default, as llama.cpp keeps K / V: half the bytes, and decode's attention
   // reads half) or kF32 (what the parity tests against f32 references hold).
   ir::DType kv_dtype = ir::DType::kF16;
