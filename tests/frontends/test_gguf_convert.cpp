@@ -16,6 +16,7 @@
 #include "frontends/gguf_tokenizer.h"
 #include "ir/model_file.h"
 #include "runtime/decoder.h"
+#include "runtime/kv_cache.h"
 #include "runtime/laya/answers.h"
 #include "tests/frontends/gguf_generate_util.h"
 #include "tests/frontends/gguf_writer.h"
@@ -89,10 +90,13 @@ int compare_runs(Cached& gguf, Cached& laya, const std::vector<int32_t>& prompt,
 
 }  // namespace
 
-// The KV cache's element type of a decoder graph (its first state's).
+// The KV cache's element type of a decoder graph: every state's (runtime::kv_cache_layout).
 ir::DType kv_dtype_of(const ir::Graph& g) {
-  REQUIRE(!g.states.empty());
-  return g.values[g.states[0]].dtype;
+  Result<runtime::KvCacheLayout> l = runtime::kv_cache_layout(g);
+  REQUIRE_MESSAGE(l.is_ok(), l.status().to_string());
+  REQUIRE(!l->states.empty());
+  for (const runtime::KvStateInfo& st : l->states) REQUIRE(st.dtype == l->states[0].dtype);
+  return l->states[0].dtype;
 }
 
 TEST_CASE("a converted tiny GGUF: bit-identical logits, weights as stored, vocabulary, metadata") {
