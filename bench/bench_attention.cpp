@@ -223,7 +223,7 @@ BENCHMARK(BM_attention_decode)
 // SmolLM2-135M's cache in cache: compute without the DRAM reads.
 BENCHMARK(BM_attention_decode_hot)
     ->ArgNames({"kv", "hd", "heads", "kv_heads", "ids", "f16"})
-    ->ArgsProduct({{192}, {64}, {9}, {3}, {1}, {0, 1}})
+    ->ArgsProduct({{192, 1088}, {64}, {9}, {3}, {1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
