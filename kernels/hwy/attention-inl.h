@@ -82,15 +82,42 @@ constexpr size_t kBq = kNV * kN;                   // query rows (lanes) per pre
 constexpr size_t kBk = 64;                         // keys per prefill tile
 constexpr size_t kBkDec = 128;                     // keys per decode tile
 constexpr size_t kDecRows = kN >= 4 ? kN / 2 : 0;  // decode layout when rows per group <= this
-constexpr size_t kPrefetchRows = 16;               // decode: K rows prefetched ahead (f32)
-constexpr size_t kPrefetchRowsF16 = 8;             // decode: f16 K rows (docs/kernels.md)
+constexpr int64_t kPrefetchRows = 16;              // decode: K rows prefetched ahead (f32)
+constexpr int64_t kPrefetchRowsF16 = 8;            // decode: f16 K rows (docs/kernels.md)
 constexpr int32_t kDecMaxGroups = 16;              // decode: kv groups per item (bounds scratch)
 constexpr size_t kDecMaxRows = kDecRows > 0 ? kDecMaxGroups* kDecRows : 1;
 constexpr size_t kPvKeys = 16;  // decode: keys per P x V pass over the item's groups
+// decode: V rows prefetched ahead: the next P x V chunk's (docs/kernels.md)
+constexpr int64_t kPrefetchRowsV = static_cast<int64_t>(kPvKeys);
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline size_t Align64(size_t bytes) {
   return (bytes + 63) & ~size_t{63};
+}
+
+// Decode prefetch: part `part` of `parts` of the 64-byte lines of rows [r0, r1) (row stride
+// `stride` elements, columns [c0, c0 + width)), in address order. Called once before each of the
+// passes that read rows r0 - ahead .. (one slice per pass, so the requests follow the reads at
+// their pace): a burst of a whole chunk's lines at once measured up to 1.6x slower from DRAM,
+// those beyond the core's outstanding misses being lost (docs/kernels.md).
+template <class T>
+HWY_INLINE void PrefetchRows(const T* base, int64_t stride, int64_t c0, int64_t width, int64_t r0,
+                             int64_t r1, int64_t part, int64_t parts) {
+  constexpr int64_t kLine = 64 / sizeof(T);
+  if (r1 <= r0) return;
+  const int64_t per_row = (width + kLine - 1) / kLine;
+  const int64_t lines = (r1 - r0) * per_row;
+  const int64_t i0 = part * lines / parts, i1 = (part + 1) * lines / parts;
+  if (i0 >= i1) return;
+  int64_t col = i0 % per_row;
+  const T* row = base + (r0 + i0 / per_row) * stride + c0;
+  for (int64_t i = i0; i < i1; ++i) {
+    __builtin_prefetch(row + col * kLine, 0, 3);
+    if (++col == per_row) {
+      col = 0;
+      row += stride;
+    }
+  }
 }
 
 // kN K / V elements at p as f32 (f16: converted exactly).
@@ -989,12 +1016,11 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
   const Keys keys = KeysOf(a, b);
   const T* kbase = static_cast<const T*>(a.k) + b * a.k_batch_stride;
   const T* vbase = static_cast<const T*>(a.v) + b * a.v_batch_stride;
-  // Prefetch: one request per 64-byte line; K rows kPrefetchRows (f16: kPrefetchRowsF16) ahead.
-  constexpr int64_t kLine = 64 / sizeof(T);
-  constexpr int64_t kAhead =
-      static_cast<int64_t>(sizeof(T) == sizeof(float) ? kPrefetchRows : kPrefetchRowsF16);
+  // Prefetch (PrefetchRows): K rows kPrefetchRows (f16: kPrefetchRowsF16) ahead, V rows
+  // kPrefetchRowsV ahead, over the item's groups' columns [span0, span0 + span).
+  constexpr int64_t kAhead = sizeof(T) == sizeof(float) ? kPrefetchRows : kPrefetchRowsF16;
   const int64_t ks = a.k_row_stride, vs = a.v_row_stride;
-  const int64_t span0 = int64_t{ga} * a.head_dim, span1 = int64_t{gb} * a.head_dim;
+  const int64_t span0 = int64_t{ga} * a.head_dim, span = int64_t{gb - ga} * a.head_dim;
   const int32_t* kmask = a.key_mask ? a.key_mask + b * a.mask_batch_stride : nullptr;
   const VF ninf = hn::Set(d, kNegInf);
 
@@ -1017,13 +1043,9 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
     for (size_t j = 0; j < nk;) {
       const size_t nj = nk - j >= 4 ? 4 : 1;
       const int64_t jg = t0 + static_cast<int64_t>(j);
-      for (int64_t r = 0; r < static_cast<int64_t>(nj); ++r) {
-        const int64_t kr = jg + kAhead + r;
-        if (kr < hi)
-          for (int64_t c = span0; c < span1; c += kLine)
-            __builtin_prefetch(kbase + kr * ks + c, 0, 2);
-      }
+      const int64_t kr0 = jg + kAhead, kr1 = std::min(hi, kr0 + static_cast<int64_t>(nj));
       for (int gi = 0; gi < ng; ++gi) {
+        PrefetchRows(kbase, ks, span0, span, kr0, kr1, gi, ng);
         const T* kj = kbase + jg * ks + int64_t{ga + gi} * a.head_dim;
         for (size_t rb = roff[gi]; rb < roff[gi + 1]; rb += 4) {
           const int nr = static_cast<int>(std::min<size_t>(4, roff[gi + 1] - rb));
@@ -1084,18 +1106,19 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
     for (size_t j0 = 0; j0 < nk; j0 += kPvKeys) {
       const size_t nkc = std::min(kPvKeys, nk - j0);
       const int64_t jg = t0 + static_cast<int64_t>(j0);
-      for (int64_t r = 0; r < static_cast<int64_t>(kPvKeys); ++r) {
-        const int64_t vr = jg + static_cast<int64_t>(kPvKeys) + r;
-        if (vr < hi)
-          for (int64_t c = span0; c < span1; c += kLine)
-            __builtin_prefetch(vbase + vr * vs + c, 0, 2);
-      }
+      const int64_t vr0 = jg + kPrefetchRowsV;
+      const int64_t vr1 = std::min(hi, vr0 + static_cast<int64_t>(nkc));
+      // The first row block's passes (ng x passes per head) each prefetch a slice.
+      const int64_t passes = static_cast<int64_t>((hd + kDecDC * kN - 1) / (kDecDC * kN));
       for (int gi = 0; gi < ng; ++gi) {
         const T* vg = vbase + jg * vs + int64_t{ga + gi} * a.head_dim;
         for (size_t rb = roff[gi]; rb < roff[gi + 1]; rb += 4) {
           const int nr = static_cast<int>(std::min<size_t>(4, roff[gi + 1] - rb));
           for (size_t c0 = 0; c0 < hd; c0 += kDecDC * kN) {
             const int dc = static_cast<int>(std::min<size_t>(kDecDC, (hd - c0) / kN));
+            if (rb == roff[gi])
+              PrefetchRows(vbase, vs, span0, span, vr0, vr1,
+                           gi * passes + static_cast<int64_t>(c0 / (kDecDC * kN)), ng * passes);
             float* oc = os + rb * hd + c0;
             const float* pr = ss + rb * kBkDec + j0;
             const T* vc = vg + c0;
