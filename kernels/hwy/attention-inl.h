@@ -95,11 +95,12 @@ inline size_t Align64(size_t bytes) {
   return (bytes + 63) & ~size_t{63};
 }
 
-// Decode prefetch: part `part` of `parts` of the 64-byte lines of rows [r0, r1) (row stride
-// `stride` elements, columns [c0, c0 + width)), in address order. Called once before each of the
-// passes that read rows r0 - ahead .. (one slice per pass, so the requests follow the reads at
-// their pace): a burst of a whole chunk's lines at once measured up to 1.6x slower from DRAM,
-// those beyond the core's outstanding misses being lost (docs/kernels.md).
+// Decode prefetch: slice `part` of `parts` of the 64-byte lines of rows [r0, r1) (row stride
+// `stride` elements, columns [c0, c0 + width)), in address order. The rows are some way ahead of
+// the ones being read, and each of the `parts` passes over the current rows issues its own slice
+// before it runs, so the requests follow the reads at their pace: one burst of a whole chunk's
+// lines made the P x V phase up to 1.6x slower from DRAM, the requests beyond the core's
+// outstanding misses being lost (docs/kernels.md, "The cause, and the fix").
 template <class T>
 HWY_INLINE void PrefetchRows(const T* base, int64_t stride, int64_t c0, int64_t width, int64_t r0,
                              int64_t r1, int64_t part, int64_t parts) {
@@ -299,7 +300,8 @@ HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const T* HWY_RESTR
   for (int r = 0; r < NR; ++r)
     for (int j = 0; j < NJ; ++j) acc[r][j] = hn::Zero(d);
   // One key vector live at a time, q read from memory by each FMA: NR x NJ accumulators + 1
-  // (3 x 4 on AVX2: 13 of 16 registers; all NJ key vectors live, plus q, spilled one).
+  // register (3 x 4 on AVX2: 13 of 16; keeping all NJ key vectors and a q vector live took 17,
+  // and GCC kept an accumulator on the stack).
   for (size_t c = 0; c < hd; c += kN) {
     for (int j = 0; j < NJ; ++j) {
       const VF kv = LoadKv(d, k + j * ks + static_cast<int64_t>(c));
