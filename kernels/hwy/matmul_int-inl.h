@@ -275,6 +275,19 @@ void kquant_parts(const uint8_t* blk, uint8_t* q, uint16_t* d, uint16_t* dmin, u
   }
 }
 
+// Zeroes the packed bytes no record covers: each group's tail up to its 64-byte stride and (i8)
+// the scales' padding. pack writes every other byte, so a buffer is never cleared first (at load,
+// a pass over the whole model).
+inline void zero_gaps(const Geometry& g, uint8_t* out) {
+  for (int64_t gi = 0; gi < g.groups; ++gi) {
+    const int64_t used = g.kb * g.record(gi);
+    const int64_t end = gi + 1 < g.groups ? g.gstride : round_up(used, 64);
+    std::memset(out + gi * g.gstride + used, 0, static_cast<size_t>(end - used));
+  }
+  if (g.scales_off > 0)
+    std::memset(out + g.scales_off, 0, static_cast<size_t>(g.total - g.scales_off));
+}
+
 template <WType T>
 void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
   using Block = std::conditional_t<T == WType::kQ4_K, BlockQ4_K,
@@ -294,10 +307,15 @@ void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
       uint8_t* mnp = side + p * (2 * g.nf16 + g.nsub) * L + i * g.nmin * L;
       for (int64_t c = 0; c < L; ++c) {
         const int64_t col = t * L + c;
-        if (col >= n) continue;  // padding stays zero
         uint16_t d = 0, dmin = 0;
-        kquant_parts<T>(reinterpret_cast<const uint8_t*>(&blocks[col * g.kb + b]), q, &d, &dmin, sc,
-                        mn);
+        if (col < n) {
+          kquant_parts<T>(reinterpret_cast<const uint8_t*>(&blocks[col * g.kb + b]), q, &d, &dmin,
+                          sc, mn);
+        } else {  // padding columns: zeros
+          std::memset(q, 0, sizeof q);
+          std::memset(sc, 0, sizeof sc);
+          std::memset(mn, 0, sizeof mn);
+        }
         for (int gr = 0; gr < kG; ++gr)
           std::memcpy(rec + (gr * p + i) * 4 * L + c * 4, q + 4 * gr, 4);
         dd[c] = d;
@@ -313,14 +331,13 @@ template <WType T>
 void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
   const Geometry g = geometry<T>(n, k);
   if (g.total == 0) return;
+  zero_gaps(g, static_cast<uint8_t*>(dst));  // every other byte is written below
   if constexpr (kIsK<T>) {
-    std::memset(dst, 0, static_cast<size_t>(g.total));
     pack_kquant<T>(w, n, g, static_cast<uint8_t*>(dst));
     (void)scales;
     return;
   } else {
     uint8_t* out = static_cast<uint8_t*>(dst);
-    std::memset(out, 0, static_cast<size_t>(g.total));
     const int64_t L = g.L;
     const uint8_t* src = static_cast<const uint8_t*>(w);
     using Block = std::conditional_t<
@@ -332,42 +349,52 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
     constexpr int kGroups = T == WType::kI8 ? 1 : (kBytes<T> ? 8 : 4);
     constexpr uint8_t kXor = (T == WType::kI8 || (T == WType::kQ8_0 && !kQ8Signed)) ? 0x80 : 0x00;
     const Block* blocks = reinterpret_cast<const Block*>(src);
+    // The source rows of the next tile, prefetched a line per step of this one (a file's pages
+    // from the page cache: the hardware prefetcher stops at every 4 KiB page).
+    const int64_t row_bytes = T == WType::kI8 ? k : g.kb * static_cast<int64_t>(sizeof(Block));
     for (int64_t t = 0; t < g.tiles; ++t) {
       const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
       uint8_t* base = out + gi * g.gstride;
+      const int64_t next0 = std::min((t + 1) * L, n), next1 = std::min((t + 2) * L, n);
+      const uint8_t* next = src + next0 * row_bytes;
+      const int64_t next_lines = ((next1 - next0) * row_bytes + 63) / 64;
       for (int64_t b = 0; b < g.kb; ++b) {
+        if (b < next_lines)
+          for (int64_t l = b; l < next_lines; l += g.kb) hwy::Prefetch(next + 64 * l);
         uint8_t* rec = base + b * g.record(gi);
         uint8_t* q = rec + i * 4 * L;  // group-of-4 gr at q + gr * p * 4L
         uint16_t* d = reinterpret_cast<uint16_t*>(rec + p * g.qb + i * 2 * L);
         uint16_t* m = reinterpret_cast<uint16_t*>(rec + p * g.qb + p * 2 * L + i * 2 * L);
         for (int64_t c = 0; c < L; ++c) {
           const int64_t col = t * L + c;
-          for (int gr = 0; gr < kGroups; ++gr) {
+          if constexpr (T == WType::kI8) {
             for (int j = 0; j < 4; ++j) {
-              uint8_t v = 0;
-              if constexpr (T == WType::kI8) {
-                const int64_t kk = 4 * b + j;
-                if (col < n && kk < k) v = src[col * k + kk];
-              } else {
-                if (col < n) v = static_cast<uint8_t>(blocks[col * g.kb + b].qs[4 * gr + j]);
+              const int64_t kk = 4 * b + j;
+              const uint8_t v = col < n && kk < k ? src[col * k + kk] : uint8_t{0};
+              q[c * 4 + j] = static_cast<uint8_t>(v ^ kXor);
+            }
+          } else {
+            static constexpr Block kZero{};  // past the last column
+            const Block& blk = col < n ? blocks[col * g.kb + b] : kZero;
+            for (int gr = 0; gr < kGroups; ++gr) {
+              uint32_t v;
+              std::memcpy(&v, blk.qs + 4 * gr, 4);
+              v ^= uint32_t{kXor} * 0x01010101u;
+              std::memcpy(q + gr * p * 4 * L + c * 4, &v, 4);
+            }
+            if constexpr (kQ5<T>) {  // 5th bits: bit 2h (2h + 1) of byte j = element 4h + j (+ 16)
+              uint32_t qh;
+              std::memcpy(&qh, blk.qh, 4);
+              for (int j = 0; j < 4; ++j) {
+                uint32_t hb = 0;
+                for (uint32_t h = 0; h < 4; ++h)
+                  hb |= ((qh >> (4 * h + j)) & 1u) << (2 * h) | ((qh >> (16 + 4 * h + j)) & 1u)
+                                                                    << (2 * h + 1);
+                q[4 * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(hb);
               }
-              q[gr * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(v ^ kXor);
             }
-          }
-          if constexpr (kQ5<T>) {  // 5th bits: bit 2h (2h + 1) of byte j = element 4h + j (+ 16)
-            uint32_t qh = 0;
-            if (col < n) std::memcpy(&qh, blocks[col * g.kb + b].qh, 4);
-            for (int j = 0; j < 4; ++j) {
-              uint32_t hb = 0;
-              for (uint32_t h = 0; h < 4; ++h)
-                hb |= ((qh >> (4 * h + j)) & 1u) << (2 * h) | ((qh >> (16 + 4 * h + j)) & 1u)
-                                                                  << (2 * h + 1);
-              q[4 * p * 4 * L + c * 4 + j] = static_cast<uint8_t>(hb);
-            }
-          }
-          if constexpr (T != WType::kI8) {
-            d[c] = col < n ? blocks[col * g.kb + b].d : uint16_t{0};
-            if constexpr (kHasMin<T>) m[c] = col < n ? blocks[col * g.kb + b].m : uint16_t{0};
+            d[c] = blk.d;
+            if constexpr (kHasMin<T>) m[c] = blk.m;
           }
         }
       }

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/hwy/matmul_int.h"
@@ -384,6 +385,36 @@ TEST_CASE("int matmul: packed_bytes rejects block types with k % 32 != 0") {
       } else {
         CHECK(kern.packed_bytes(3, 48) == 0);
         if (is_kquant(type)) CHECK(kern.packed_bytes(3, 576) == 0);  // 576 % 256 != 0
+      }
+    }
+  }
+}
+
+// pack does not clear its buffer first (a pass over every model at load): it must write every
+// byte itself. Packed into a buffer of 0x00 and into one of 0xA5, the bytes must be identical.
+TEST_CASE("int matmul: pack writes every packed byte (no clearing pass needed)") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (const Variant& var : variants()) {
+    for (WType type : kIntTypes) {
+      const MatmulKernel& kern = var.table.matmul[static_cast<int>(type)];
+      const int64_t ku = kunit(type);
+      // n: tail tiles and partial groups; k: one unit, several, and (i8) not a multiple of 4.
+      for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+               {1, ku}, {13, 3 * ku}, {67, 2 * ku}, {200, ku}, {5, type == WType::kI8 ? 37 : ku}}) {
+        std::vector<float> w(static_cast<size_t>(n * k));
+        for (float& v : w) v = dist(rng);
+        const Weights wt = make_weights(type, w, n, k);
+        const uint64_t pb = kern.packed_bytes(n, k);
+        REQUIRE(pb > 0);
+        AlignedBuf a(pb), b(pb);
+        std::memset(a.p, 0x00, pb);
+        std::memset(b.p, 0xA5, pb);
+        const float* sc = wt.scales.empty() ? nullptr : wt.scales.data();
+        kern.pack(wt.bytes.data(), sc, n, k, a.p);
+        kern.pack(wt.bytes.data(), sc, n, k, b.p);
+        INFO(var.name, " ", std::string(wtype_name(type)), " n=", n, " k=", k);
+        CHECK(std::memcmp(a.p, b.p, pb) == 0);
       }
     }
   }

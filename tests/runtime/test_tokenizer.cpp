@@ -351,6 +351,16 @@ TEST_CASE("GGUF vocabularies: pre-tokenizer names and inconsistent metadata") {
   CHECK(t.value()->model_kind() == ModelKind::kBpe);
   CHECK(t.value()->special_ids().eos == 3);
 
+  // A pair listed twice keeps its first rank (llama.cpp); pairs whose parts concatenate alike
+  // ("ab" "c", "a" "bc") stay distinct.
+  LlamaVocab dup = v;
+  dup.merges = {"a b", "ab c", "a bc", "a b", "ab c"};
+  Result<TokenizerSpec> dspec = spec_from_llama_vocab(dup);
+  REQUIRE_MESSAGE(dspec.is_ok(), dspec.status().to_string());
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"a", "b"}, {"ab", "c"}, {"a", "bc"}};
+  CHECK(dspec.value().model.merges == want);
+
   LlamaVocab bad = v;
   bad.token_types = {1, 1};
   CHECK(spec_from_llama_vocab(bad).status().code() == StatusCode::kInvalidArgument);
