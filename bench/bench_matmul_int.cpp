@@ -218,14 +218,17 @@ void BM_matmul_int_gemv(benchmark::State& state) {
   state.SetLabel(table().isa);
 }
 
-// The GEMV's roofline, interleaved (args: n, k, matrices; 1 thread): each iteration is one read
-// pass over a 256 MiB buffer by the dram_read_gbs probe (bench/peak.h), then one GEMV over every
-// matrix (their total far beyond the L3; the pass before it leaves none of them cached), each
-// timed alone in thread CPU time. Per iteration the GEMV's bytes per second over the probe's;
+// The GEMV's roofline, interleaved (args: n, k, matrices, order; 1 thread): each iteration is one
+// read pass over a 256 MiB buffer by the dram_read_gbs probe (bench/peak.h), then one GEMV over
+// every matrix (their total far beyond the L3; the pass before it leaves none of them cached),
+// each timed alone in thread CPU time. Per iteration the GEMV's bytes per second over the probe's;
 // reported: the median over the iterations (pct_read, over the packed bytes the kernel reads;
 // file_pct_read, over the GGUF file's bytes, what a model's roofline counts) and the lowest and
 // highest (pct_read_lo / _hi). A shared machine whose load moves between iterations moves both
 // halves of one alike, which one process-wide peak (the pct_peak of the rows above) cannot.
+// order 0 runs the matrices in address order, so each GEMV's stream (and its prefetches past its
+// end) runs on into the next; 1 in a fixed shuffled order, so each starts a cold stream, as the
+// GEMVs of a model do (its other nodes run in between, its weights are not in node order).
 template <WType T>
 void BM_matmul_int_gemv_roofline(benchmark::State& state) {
   const int64_t n = state.range(0), k = state.range(1), count = state.range(2);
@@ -236,12 +239,15 @@ void BM_matmul_int_gemv_roofline(benchmark::State& state) {
   std::memset(rd, 1, read_bytes);
   Buffers buf(kern, 1, n, k);
   std::vector<double> pct, read_gbs, gemv_gbs;
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) order[static_cast<size_t>(i)] = i;
+  if (state.range(3) != 0) std::shuffle(order.begin(), order.end(), std::mt19937(7));
   for (auto _ : state) {
     const double probe = laya::bench::dram_read_pass(rd, read_bytes);
     const double t0 = laya::bench::thread_seconds();
     for (int64_t i = 0; i < count; ++i) {
-      kern.run(set.matrix(i), buf.x.data(), k, buf.y.data(), n, nullptr, 1, n, k, buf.scratch,
-               nullptr);
+      kern.run(set.matrix(order[static_cast<size_t>(i)]), buf.x.data(), k, buf.y.data(), n, nullptr,
+               1, n, k, buf.scratch, nullptr);
       benchmark::DoNotOptimize(buf.y.data());
       benchmark::ClobberMemory();
     }
@@ -410,10 +416,12 @@ BENCHMARK(BM_matmul_int_gemv<WType::kQ6_K>)
     ->UseRealTime();
 
 // The decode GEMVs' roofline, interleaved with the read probe (SmolLM2's matrices: 1536 x 576
-// for the q4 / q5 / q8 types, ffn_down's 576 x 1536 for the K-quants, K % 256 == 0).
+// for the q4 / q5 / q8 types, ffn_down's 576 x 1536 for the K-quants, K % 256 == 0, and q4_0 at
+// that shape too), in address order and shuffled.
 #define LAYA_ROOFLINE(T, N, K, COUNT)              \
   BENCHMARK(BM_matmul_int_gemv_roofline<WType::T>) \
-      ->Args({N, K, COUNT})                        \
+      ->Args({N, K, COUNT, 0})                     \
+      ->Args({N, K, COUNT, 1})                     \
       ->Iterations(15)                             \
       ->UseManualTime()                            \
       ->Unit(benchmark::kMillisecond)
@@ -424,4 +432,5 @@ LAYA_ROOFLINE(kQ5_0, 1536, 576, 384);
 LAYA_ROOFLINE(kQ4_K, 576, 1536, 448);
 LAYA_ROOFLINE(kQ5_K, 576, 1536, 384);
 LAYA_ROOFLINE(kQ6_K, 576, 1536, 320);
+LAYA_ROOFLINE(kQ4_0, 576, 1536, 448);  // the K-quants' shape
 #undef LAYA_ROOFLINE
