@@ -7,6 +7,7 @@
 //                   states in turn), same two sampler modes
 //   constrained_widest/*  the same at the state allowing the most tokens (inside the free text)
 //   compile         compiling the decision schema against the vocabulary (once per schema)
+//   vocab_create    building the vocabulary's tables (once per model)
 // The masking overhead is constrained/X minus sample/X; the bar is 5% of a decode step.
 //
 //   build/bench/laya-bench-grammar --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -54,25 +55,37 @@ void die(const std::string& what) {
 
 // The recorded pieces: a JSON header line (end-of-generation ids in "eog"), then one hex line
 // per token id.
-std::shared_ptr<const grammar::TokenVocab> load_vocab() {
-  std::ifstream f(LAYA_SMOLLM2_PIECES, std::ios::binary);
-  if (!f) die(std::string("cannot open ") + LAYA_SMOLLM2_PIECES);
-  std::string line;
-  std::getline(f, line);
-  laya::Result<json::Value> h = json::parse(line);
-  if (!h.is_ok()) die(h.status().to_string());
-  std::vector<int32_t> stops;
-  for (const json::Value& id : h->find("eog")->items())
-    stops.push_back(static_cast<int32_t>(*id.as_int64()));
+struct Pieces {
   std::vector<std::string> pieces;
-  while (std::getline(f, line)) {
-    std::string bytes;
-    for (size_t i = 0; i + 1 < line.size(); i += 2)
-      bytes += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
-    pieces.push_back(std::move(bytes));
-  }
+  std::vector<int32_t> stops;
+};
+
+const Pieces& load_pieces() {
+  static const Pieces r = [] {
+    Pieces p;
+    std::ifstream f(LAYA_SMOLLM2_PIECES, std::ios::binary);
+    if (!f) die(std::string("cannot open ") + LAYA_SMOLLM2_PIECES);
+    std::string line;
+    std::getline(f, line);
+    laya::Result<json::Value> h = json::parse(line);
+    if (!h.is_ok()) die(h.status().to_string());
+    for (const json::Value& id : h->find("eog")->items())
+      p.stops.push_back(static_cast<int32_t>(*id.as_int64()));
+    while (std::getline(f, line)) {
+      std::string bytes;
+      for (size_t i = 0; i + 1 < line.size(); i += 2)
+        bytes += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
+      p.pieces.push_back(std::move(bytes));
+    }
+    return p;
+  }();
+  return r;
+}
+
+std::shared_ptr<const grammar::TokenVocab> load_vocab() {
+  const Pieces& p = load_pieces();
   laya::Result<std::shared_ptr<const grammar::TokenVocab>> v =
-      grammar::TokenVocab::create(std::move(pieces), std::move(stops));
+      grammar::TokenVocab::create(p.pieces, p.stops);
   if (!v.is_ok()) die(v.status().to_string());
   return std::move(v).value();
 }
@@ -182,6 +195,18 @@ BENCHMARK_CAPTURE(BM_Constrained, sampled, kSampled)->Unit(benchmark::kMicroseco
 BENCHMARK_CAPTURE(BM_ConstrainedWidest, greedy, kGreedy)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ConstrainedWidest, sampled, kSampled)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Compile)->Unit(benchmark::kMillisecond);
+
+// Building the vocabulary's trie and plain-text tables (once per model, at load).
+void BM_VocabCreate(benchmark::State& state) {
+  const Pieces& p = load_pieces();
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<std::string> pieces = p.pieces;
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(grammar::TokenVocab::create(std::move(pieces), p.stops));
+  }
+}
+BENCHMARK(BM_VocabCreate)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

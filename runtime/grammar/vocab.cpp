@@ -94,16 +94,25 @@ Result<std::shared_ptr<const TokenVocab>> TokenVocab::create(std::vector<std::st
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int32_t a, int32_t b) { return piece_of(a) < piece_of(b); });
+  // The pieces in that order, in one buffer: the passes below walk `order` front to back (the
+  // pieces themselves, in id order, cost a cache miss per token: 43% of the build in perf).
+  std::string sorted;
+  std::vector<size_t> at(order.size() + 1, 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    sorted += piece_of(order[i]);
+    at[i + 1] = sorted.size();
+  }
+  auto piece_at = [&](int32_t i) {
+    const size_t u = static_cast<size_t>(i);
+    return std::string_view(sorted).substr(at[u], at[u + 1] - at[u]);
+  };
 
   // The trie, breadth-first: each node's children are made together from its sorted token range,
   // so they are contiguous and sorted. A work item is (node, depth, [lo, hi) of `order`).
   auto byte_at = [&](int32_t i, int32_t depth) {
-    return static_cast<uint8_t>(
-        piece_of(order[static_cast<size_t>(i)])[static_cast<size_t>(depth)]);
+    return static_cast<uint8_t>(sorted[at[static_cast<size_t>(i)] + static_cast<size_t>(depth)]);
   };
-  auto length_of = [&](int32_t i) {
-    return static_cast<int32_t>(piece_of(order[static_cast<size_t>(i)]).size());
-  };
+  auto length_of = [&](int32_t i) { return static_cast<int32_t>(piece_at(i).size()); };
   struct Item {
     int32_t node, depth, lo, hi;
   };
@@ -139,21 +148,25 @@ Result<std::shared_ptr<const TokenVocab>> TokenVocab::create(std::vector<std::st
     level.swap(next);
   }
 
-  // Plain tokens by length.
+  // Plain tokens by length: row c of plain_upto_ first holds the tokens of exactly c characters,
+  // then each row takes in the one before it.
   v->plain_chars_.assign(static_cast<size_t>(n), -1);
-  for (int32_t id : order) {
-    const int32_t c = plain_length(piece_of(id), v->byte_token_);
-    v->plain_chars_[static_cast<size_t>(id)] = c;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int32_t c = plain_length(piece_at(static_cast<int32_t>(i)), v->byte_token_);
+    v->plain_chars_[static_cast<size_t>(order[i])] = c;
     v->max_plain_chars_ = std::max(v->max_plain_chars_, c);
   }
   const size_t words = static_cast<size_t>(v->words());
   v->plain_upto_.assign(static_cast<size_t>(v->max_plain_chars_ + 1) * words, 0);
   for (int32_t id : order) {
     const int32_t c = v->plain_chars_[static_cast<size_t>(id)];
-    for (int32_t k = std::max(c, 0); c >= 0 && k <= v->max_plain_chars_; ++k)
-      v->plain_upto_[static_cast<size_t>(k) * words + static_cast<size_t>(id >> 6)] |= uint64_t{1}
+    if (c >= 0)
+      v->plain_upto_[static_cast<size_t>(c) * words + static_cast<size_t>(id >> 6)] |= uint64_t{1}
                                                                                        << (id & 63);
   }
+  for (size_t k = 1; k <= static_cast<size_t>(std::max(v->max_plain_chars_, 0)); ++k)
+    for (size_t w = 0; w < words; ++w)
+      v->plain_upto_[k * words + w] |= v->plain_upto_[(k - 1) * words + w];
 
   // Per node: needs_walk, and the tokens below whose bytes after the node are plain text. A
   // node's tokens are order[lo, hi) of its item; its depth is the item's depth.
@@ -168,7 +181,7 @@ Result<std::shared_ptr<const TokenVocab>> TokenVocab::create(std::vector<std::st
     tail.clear();
     for (int32_t i = it.lo; i < it.hi; ++i) {
       const int32_t id = order[static_cast<size_t>(i)];
-      const std::string_view p = piece_of(id);
+      const std::string_view p = piece_at(i);
       if (!node.needs_walk) {
         bool plain = !ends_inside_character(p);
         for (size_t k = pos; k < p.size() && plain; ++k)
