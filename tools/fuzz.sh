@@ -40,8 +40,11 @@ if [ ! -d $build ]; then
   # Meson wraps its compilers in ccache only when CC / CXX are unset: say it here when it exists.
   cc=clang-14 cxx=clang++-14
   if command -v ccache >/dev/null; then cc="ccache $cc" cxx="ccache $cxx"; fi
+  # -gline-tables-only: reports keep file:line; full -g made the Highway kernel units ~1.3x slower
+  # to compile.
   CC=$cc CXX=$cxx meson setup $build --buildtype=debugoptimized -Dfuzz=true \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dtests=false -Dbenchmarks=false
+    -Db_sanitize=address,undefined -Db_lundef=false -Dtests=false -Dbenchmarks=false \
+    -Dcpp_args=-gline-tables-only
 fi
 gen=""
 [ -f "tests/fuzz/seeds_$target.cpp" ] && gen="tests/fuzz/fuzz_seeds_$target"
