@@ -358,7 +358,7 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
             T == WType::kQ4_1, BlockQ4_1,
             std::conditional_t<T == WType::kQ5_0, BlockQ5_0,
                                std::conditional_t<T == WType::kQ5_1, BlockQ5_1, BlockQ8_0>>>>;
-    constexpr int kGroups = T == WType::kI8 ? 1 : (kBytes<T> ? 8 : 4);
+    constexpr int kGroups = kBytes<T> ? 8 : 4;  // groups of 4 bytes per block (i8: its own loop)
     constexpr uint8_t kXor = (T == WType::kI8 || (T == WType::kQ8_0 && !kQ8Signed)) ? 0x80 : 0x00;
     const Block* blocks = reinterpret_cast<const Block*>(src);
     const int64_t row_bytes = T == WType::kI8 ? k : g.kb * static_cast<int64_t>(sizeof(Block));
@@ -368,9 +368,10 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
       for (int64_t b = 0; b < g.kb; ++b) {
         prefetch_next_tile(src, row_bytes, n, g, t, b);
         uint8_t* rec = base + b * g.record(gi);
-        uint8_t* q = rec + i * 4 * L;  // group-of-4 gr at q + gr * p * 4L
-        uint16_t* d = reinterpret_cast<uint16_t*>(rec + p * g.qb + i * 2 * L);
-        uint16_t* m = reinterpret_cast<uint16_t*>(rec + p * g.qb + p * 2 * L + i * 2 * L);
+        uint8_t* q = rec + i * 4 * L;    // group-of-4 gr at q + gr * p * 4L
+        uint8_t* side = rec + p * g.qb;  // d [p][L], then m [p][L] (f16)
+        uint16_t* d = reinterpret_cast<uint16_t*>(side) + i * L;
+        uint16_t* m = reinterpret_cast<uint16_t*>(side) + p * L + i * L;
         for (int64_t c = 0; c < L; ++c) {
           const int64_t col = t * L + c;
           if constexpr (T == WType::kI8) {
