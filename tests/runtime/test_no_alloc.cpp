@@ -311,15 +311,19 @@ void cover_range(void* ctx, int64_t b, int64_t e) {
   }
 }
 
+// The thread-pool tests need a second CPU (not under e.g. taskset -c 0); says so when skipped.
+bool has_two_cpus(const hal::cpu::ArenaPool& pool) {
+  if (pool.n_threads() >= 2) return true;
+  MESSAGE("skipped: the test needs 2 CPUs in this process's affinity mask; it has 1");
+  return false;
+}
+
 TEST_CASE(
     "cpu thread pool: covers the range once, in grain multiples, on 2 threads, no allocation") {
   // Every CPU backend leases its threads from the process pool (the default device holds it, so
   // its workers run for the whole test binary): a lease of 2 of them.
   const std::shared_ptr<hal::cpu::ArenaPool> shared = hal::cpu::ArenaPool::shared();
-  if (shared->n_threads() < 2) {  // e.g. under taskset -c 0: nothing to share
-    MESSAGE("skipped: the test needs 2 CPUs in this process's affinity mask; it has 1");
-    return;
-  }
+  if (!has_two_cpus(*shared)) return;
   hal::cpu::PoolLease pool(shared, 2);
   REQUIRE(pool.n_threads() == 2);
   REQUIRE(pool.warm_up(5000) == shared->n_threads() - 1);  // the worker loops run
@@ -375,10 +379,7 @@ TEST_CASE("cpu thread pool: two leases of the process pool (two sessions) both g
   // Before the process pool each CPU backend made its own arena; oneTBB gives a process
   // n_cores - 1 workers, so the second backend's arena got none and ran every job on its caller.
   const std::shared_ptr<hal::cpu::ArenaPool> shared = hal::cpu::ArenaPool::shared();
-  if (shared->n_threads() < 2) {  // e.g. under taskset -c 0: nothing to share
-    MESSAGE("skipped: the test needs 2 CPUs in this process's affinity mask; it has 1");
-    return;
-  }
+  if (!has_two_cpus(*shared)) return;
   hal::cpu::PoolLease a(shared, 0), b(shared, shared->n_threads());
   CHECK(a.n_threads() == 1);  // clamped to [1, the pool's threads]
   REQUIRE(b.warm_up(5000) == shared->n_threads() - 1);
