@@ -7,45 +7,49 @@
 // Packed weights (written by pack at prepare; L = int32 lanes of the target: AVX3 16, AVX2 8,
 // SSE4 4, SCALAR 1). Columns (output rows of W) form tiles of L, padded with zero weights; kP<T>
 // tiles form a group, and a group is stored as one record per block of 32 (i8: per 4 k-values):
-//   quants [groups of 4 k-values in the block][tiles of the group][L][4], then (q5_0, q5_1) the
-//   5th bits [tiles][L][4], then f16 d[tiles][L], then (q4_1, q5_1) f16 m[tiles][L]
+//   (q5_0, q5_1) the 5th bits [tiles][L][4], then quants [groups of 4 k-values in the block]
+//   [tiles of the group][L][4], then f16 d[tiles][L], then (q4_1, q5_1) f16 m[tiles][L]
 //   (i8: quants only; f32 scales[tiles * L] after all groups)
-// One L-lane vector load is L columns x 4 consecutive k-values, what vpdpbusd consumes, and a
-// GEMV reads a group's records strictly sequentially (one stream; see Geometry). Byte j of lane
-// c of group-of-4 gr is byte 4gr + j of column c's GGUF block (i8: of its row): i8 stored ^ 0x80
-// (w + 128 as u8), q8_0 likewise except on AVX2 / SSE4 (kQ8Signed: as they are); q4 bytes as
-// they are, whose low nibble is element 4gr + j and high nibble element 16 + 4gr + j, so one AND
-// and one shift + AND unpack them. q5_0 / q5_1 keep
-// GGUF's size (22 / 24 bytes per block and column): their qs nibbles are stored as q4's (4 groups
-// of 4), then one 4-byte 5th-bit word per column whose byte j holds, in bit 2gr, the 5th bit of
-// element 4gr + j and, in bit 2gr + 1, that of element 16 + 4gr + j (gr = 0..3). The kernel
-// moves a bit to bit 4 of its own byte with one u32 shift (none for bit 4) and ORs it in with an
-// AND 0x10: per group of 4, lo = (v & 0x0F) | ((hb << (4 - 2gr)) & 0x10), hi = ((v >> 4) & 0x0F)
-// | ((hb << (3 - 2gr)) & 0x10) (negative: right shifts), u8 q in [0, 31]; the dot is then
-// q4_0's / q4_1's (q5_0's -16 offset the same correction, -16 * sum(qs_x)). GEMMs (m > 1) expand
-// up to 24 blocks of a column panel at a time to one u8 per element (8 groups of 4 like q8_0) in a
-// stack buffer and run all the item's rows over it, so the unpack is paid once per item.
+// One L-lane vector load is L columns x 4 consecutive k-values, what vpdpbusd consumes, and a GEMV
+// reads a group's records strictly sequentially (one stream; see Geometry), each front to back:
+// every part of a record is stored before the parts the kernel reads after it (the 5th bits before
+// the nibbles they complete; the K-quants' scales before their quants, below). On Zen 4 a read that
+// goes back within the stream stalls its hardware prefetchers (docs/kernels.md, "GEMV records read
+// front to back"). Byte j of lane c of group-of-4 gr is byte 4gr + j of column c's GGUF block (i8:
+// of its row): i8 stored ^ 0x80 (w + 128 as u8), q8_0 likewise except on AVX2 / SSE4 (kQ8Signed: as
+// they are); q4 bytes as they are, whose low nibble is element 4gr + j and high nibble element 16 +
+// 4gr + j, so one AND and one shift + AND unpack them. q5_0 / q5_1 keep GGUF's size (22 / 24 bytes
+// per block and column): one 4-byte 5th-bit word per column, then their qs nibbles stored as q4's
+// (4 groups of 4). Byte j of the 5th-bit word holds, in bit 2gr, the 5th bit of element 4gr + j
+// and, in bit 2gr + 1, that of element 16 + 4gr + j (gr = 0..3). The kernel moves a bit to bit 4 of
+// its own byte with one u32 shift (none for bit 4) and ORs it in with an AND 0x10: per group of 4,
+// lo = (v & 0x0F) | ((hb << (4 - 2gr)) & 0x10), hi = ((v >> 4) & 0x0F) | ((hb << (3 - 2gr)) & 0x10)
+// (negative: right shifts), u8 q in [0, 31]; the dot is then q4_0's / q4_1's (q5_0's -16 offset the
+// same correction, -16 * sum(qs_x)). GEMMs (m > 1) expand up to 24 blocks of a column panel at a
+// time to one u8 per element (8 groups of 4 like q8_0) in a stack buffer and run all the item's
+// rows over it, so the unpack is paid once per item.
 //
 // Quantized activations (scratch, `XPanel` below): the int8 values and scales exactly as
 // quant.h's quantize_row_i8 / quantize_act_q8_0 / quantize_act_q8_1 produce them (tested byte for
 // byte), stored in panels of tokens (4 bytes of each token in turn, like a packed A operand) with
 // the scales and the sums of the int8 values in separate arrays, instead of GGUF structs.
 //
-// K-quants (q4_K, q5_K, q6_K): a record is one super-block of 256; its quant bytes are stored
-// like the blocks' above (byte j of lane c of group-of-4 gr = byte 4gr + j of the column's quant
-// bytes, which are q4_K qs[128]; q5_K qh[32] then qs[128]; q6_K ql[128] then qh[64]), followed by
-// f16 d [tiles][L], (q4_K / q5_K) f16 dmin [tiles][L], the sub-block scales [tiles][nsub][L]
-// (u8 6-bit for q4_K / q5_K, nsub 8; i8 for q6_K, nsub 16) and (q4_K / q5_K) the 6-bit mins in
-// pairs [tiles][4][L][2] (m_2i, m_2i+1 of a column side by side, for pmaddwd): the scales are
-// unpacked once at pack time. x is quantized to q8_K (one f32 scale per 256, quant.h's
-// quantize_row_q8_K bit for bit) with the int32 sums of each sub-block. Per super-block the kernel
-// forms, per sub-block j, the exact int32 dot of the unpacked quants with x and isum += sc_j * dot;
-// every type multiplies u8 quants (q6_K's q in [0, 63]) by s8 x; q4_K / q5_K add msum = sum_j
-// m_j * xsum_j, q6_K's -32 offset starts each sub-block's sum at -32 * xsum_j. Finally
-// y += (d_w * d_x) * isum (+ (-(dmin_w * d_x)) * msum), as kernels/ref/matmul.cpp. Without VNNI
-// the per-group pmaddubsw results are summed in int16 (wrapping adds) for as many groups as the
-// exact sum fits int16 (q4_K 8, q5_K 4, q6_K all 4 of a sub-block: see KUnit::kChunk) and scaled
-// by one pmaddwd with sc_j.
+// K-quants (q4_K, q5_K, q6_K): a record is one super-block of 256. It starts with its side: f16 d
+// [tiles][L], (q4_K / q5_K) f16 dmin [tiles][L], the sub-block scales [tiles][nsub][L] (u8 6-bit
+// for q4_K / q5_K, nsub 8; i8 for q6_K, nsub 16) and (q4_K / q5_K) the 6-bit mins in pairs
+// [tiles][4][L][2] (m_2i, m_2i+1 of a column side by side, for pmaddwd): the scales are unpacked
+// once at pack time. Its quant bytes follow, stored like the blocks' above (lane c of group-of-4 gr
+// holds bytes 4gr .. 4gr + 3 of the column's quant bytes, which are q4_K qs[128]; q5_K qh[32] then
+// qs[128]; q6_K ql[128] then qh[64]), the groups-of-4 in the order a GEMV first reads them (kq_row:
+// q5_K's qh groups interleaved with the first unit's qs groups, q6_K's ql and qh groups interleaved
+// per unit pair). x is quantized to q8_K (one f32 scale per 256, quant.h's quantize_row_q8_K bit
+// for bit) with the int32 sums of each sub-block. Per super-block the kernel forms, per sub-block
+// j, the exact int32 dot of the unpacked quants with x and isum += sc_j * dot; every type
+// multiplies u8 quants (q6_K's q in [0, 63]) by s8 x; q4_K / q5_K add msum = sum_j m_j * xsum_j,
+// q6_K's -32 offset starts each sub-block's sum at -32 * xsum_j. Finally y += (d_w * d_x) * isum (+
+// (-(dmin_w * d_x)) * msum), as kernels/ref/matmul.cpp. Without VNNI the per-group pmaddubsw
+// results are summed in int16 (wrapping adds) for as many groups as the exact sum fits int16 (q4_K
+// 8, q5_K 4, q6_K all 4 of a sub-block: see KUnit::kChunk) and scaled by one pmaddwd with sc_j.
 //
 // Dot products: u8 (weights) x s8 (x) in groups of 4 into int32 lanes. With AVX512-VNNI that is
 // vpdpbusd on the biased i8 / q8_0 weights, corrected exactly by -128 * sum(qs_x) (the int32 sums
@@ -78,6 +82,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/hwy/matmul_int.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
@@ -163,7 +168,8 @@ inline constexpr int kP = kBytes<T> ? kPQ8 : kPOther;
 // super-block records (4.7 - 6.8 KiB; a unit's share, issued a few lines per group): without,
 // the hardware prefetcher alone kept the GEMVs at 50 - 70% of the read peak
 // (docs/benchmarks.md). AVX3 takes the same distances (Xeon with AVX-512 VNNI, 1 thread: q4_0 /
-// q4_1 / q4_K / q6_K GEMVs were at 55 - 67% of the read peak without).
+// q4_1 / q4_K / q6_K GEMVs were at 55 - 67% of the read peak without). On Zen 4 the q5 and K-quant
+// GEMVs read faster without (MicroArgs::sw_prefetch, hwy_matmul_int::gemv_sw_prefetch).
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_AVX3
 inline constexpr int64_t kPrefetchBlk = 2048, kPrefetchK = 12288;
 #else
@@ -299,6 +305,29 @@ inline void prefetch_next_tile(const void* src, int64_t row_bytes, int64_t n, co
   for (int64_t l = b; l < lines; l += g.kb) hwy::Prefetch(next + 64 * l);
 }
 
+// Where K-quant group-of-4 gr (of the column's quant bytes, module comment) is stored in a
+// record's quant rows: in the order the GEMV's units first read them (KUnit), so a record is read
+// front to back. q4_K: as they are. q5_K: unit 0 reads qh group g with qs group g (rows 8 + g) for
+// g = 0..7, so those 16 alternate; the other units read only qs groups, in order. q6_K: units
+// 2i and 2i + 1 (i = 2h + gq) read ql groups 16h + 4gq + g and 16h + 8 + 4gq + g with qh group
+// 32 + 8h + 4gq + g (g = 0..3), stored as 12 rows: ql and qh alternating for unit 2i, then
+// unit 2i + 1's ql.
+template <WType T>
+constexpr int kq_row(int gr) {
+  if constexpr (T == WType::kQ5_K) {
+    return gr < 8 ? 2 * gr : (gr < 16 ? 2 * (gr - 8) + 1 : gr);
+  } else if constexpr (T == WType::kQ6_K) {
+    if (gr < 32) {
+      const int h = gr / 16, sp = gr / 8 % 2, l4 = gr % 8, g = l4 % 4;
+      return 12 * (2 * h + l4 / 4) + (sp == 0 ? 2 * g : 8 + g);
+    }
+    const int r = gr - 32, h = r / 8, l4 = r % 8;
+    return 12 * (2 * h + l4 / 4) + 2 * (l4 % 4) + 1;
+  } else {
+    return gr;
+  }
+}
+
 template <WType T>
 void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
   using Block = std::conditional_t<T == WType::kQ4_K, BlockQ4_K,
@@ -311,8 +340,8 @@ void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
     const int64_t gi = t / g.P, i = t % g.P, p = g.group_tiles(gi);
     for (int64_t b = 0; b < g.kb; ++b) {
       prefetch_next_tile(w, g.kb * static_cast<int64_t>(sizeof(Block)), n, g, t, b);
-      uint8_t* rec = out + gi * g.gstride + b * g.record(gi);
-      uint8_t* side = rec + p * g.qb;
+      uint8_t* side = out + gi * g.gstride + b * g.record(gi);  // the side, then the quants
+      uint8_t* quants = side + p * g.sb;
       uint16_t* dd = reinterpret_cast<uint16_t*>(side) + i * L;
       uint16_t* dm = reinterpret_cast<uint16_t*>(side) + p * L + i * L;
       uint8_t* scp = side + p * 2 * g.nf16 * L + i * g.nsub * L;
@@ -329,7 +358,7 @@ void pack_kquant(const void* w, int64_t n, const Geometry& g, uint8_t* out) {
           std::memset(mn, 0, sizeof mn);
         }
         for (int gr = 0; gr < kG; ++gr)
-          std::memcpy(rec + (gr * p + i) * 4 * L + c * 4, q + 4 * gr, 4);
+          std::memcpy(quants + (kq_row<T>(gr) * p + i) * 4 * L + c * 4, q + 4 * gr, 4);
         dd[c] = d;
         if (g.nf16 == 2) dm[c] = dmin;
         for (int64_t j = 0; j < g.nsub; ++j) scp[j * L + c] = sc[j];
@@ -368,7 +397,8 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
       for (int64_t b = 0; b < g.kb; ++b) {
         prefetch_next_tile(src, row_bytes, n, g, t, b);
         uint8_t* rec = base + b * g.record(gi);
-        uint8_t* q = rec + i * 4 * L;    // group-of-4 gr at q + gr * p * 4L
+        // q5: the 5th-bit words at rec + i * 4L, group-of-4 gr at q + gr * p * 4L
+        uint8_t* q = rec + (kQ5<T> ? p : 0) * 4 * L + i * 4 * L;
         uint8_t* side = rec + p * g.qb;  // d [p][L], then m [p][L] (f16)
         uint16_t* d = reinterpret_cast<uint16_t*>(side) + i * L;
         uint16_t* m = reinterpret_cast<uint16_t*>(side) + p * L + i * L;
@@ -398,7 +428,7 @@ void pack(const void* w, const float* scales, int64_t n, int64_t k, void* dst) {
                 hb |= spread((qh >> (4 * h)) & 15u) << (2 * h);
                 hb |= spread((qh >> (16 + 4 * h)) & 15u) << (2 * h + 1);
               }
-              std::memcpy(q + 4 * p * 4 * L + c * 4, &hb, 4);  // byte j: little-endian
+              std::memcpy(rec + i * 4 * L + c * 4, &hb, 4);  // byte j: little-endian
             }
             d[c] = blk.d;
             if constexpr (kHasMin<T>) m[c] = blk.m;
@@ -889,6 +919,7 @@ struct MicroArgs {
   const float* wscale = nullptr;  // i8: scales of the panel's first column
   float* out = nullptr;           // f32 [MR, NT * L], row stride NT * L
   bool accumulate = false;        // block types: add to out (q5 GEMM k slices) instead of store
+  bool sw_prefetch = true;        // GEMV: prefetch the stream kPrefetchBlk / kPrefetchK ahead
 };
 
 // Finishes an [mr, nt*L] block of results: y[r, col0 + c] = out[r, c] (+ bias[col0 + c]) for

@@ -36,6 +36,14 @@ void hwy_matmul_int::fill(KernelTable& t, int64_t target, bool allow_vnni) {
   fill_kquant(t, target, allow_vnni);
 }
 
+bool hwy_matmul_int::gemv_sw_prefetch() {
+  static const bool on = [] {
+    __builtin_cpu_init();
+    return !(__builtin_cpu_is("amd") && __builtin_cpu_supports("avx512f"));
+  }();
+  return on;
+}
+
 float hwy_matmul_int::quantize_act(int64_t target, WType type, const float* x, int64_t k,
                                    void* out) {
   // At least x_panel(k, 1).stride: round_up(k, 64) + round_up(12 * (k / 32 or 1), 64).

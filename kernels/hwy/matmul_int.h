@@ -18,6 +18,13 @@ void fill(KernelTable& t, int64_t target, bool allow_vnni);
 // The K-quant half of fill (kernels/hwy/matmul_kquant.cpp).
 void fill_kquant(KernelTable& t, int64_t target, bool allow_vnni);
 
+// Whether the q5_0 / q5_1 and K-quant GEMVs prefetch their weight stream in software (the other
+// types always do). False on AMD CPUs with AVX-512 (Zen 4 and later): there the hardware
+// prefetchers alone read those records (stored front to back, kernels/hwy/matmul_int-inl.h)
+// faster than with the software stream, which Zen 3 and the Xeons need (docs/kernels.md, "GEMV
+// records read front to back"). Decided once per process from CPUID.
+bool gemv_sw_prefetch();
+
 // The activation quantizer `target`'s kernels for weight type `type` use, written out in
 // quant.h's formats: i8 -> int8 out[k] and returns the scale (quantize_row_i8); q8_0 / q4_0 /
 // q5_0 -> BlockQ8_0 out[k / 32] (quantize_act_q8_0); q4_1 / q5_1 -> BlockQ8_1 out[k / 32]

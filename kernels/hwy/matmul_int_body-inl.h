@@ -90,7 +90,8 @@ LAYA_MI_ATTR HWY_INLINE void q5_group(const MicroArgs& a, const uint8_t* q, cons
   const int64_t L = lanes();
   VI lo[NT], hi[NT];
   for (int t = 0; t < NT; ++t) {
-    const VU v = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + H * a.gstep + t * 4 * L));
+    const VU v =
+        hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + (H + 1) * a.gstep + t * 4 * L));
     q5_unpack<H>(v, hb[t], &lo[t], &hi[t]);
   }
   for (int r = 0; r < MR; ++r) {
@@ -142,8 +143,9 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
     [[maybe_unused]] const int64_t pf_lines = (a.rec + 63) / 64;
     auto pf_slice = [&](int i, int n) {
       if constexpr (XR == 1 && kPrefetchBlk > 0)
-        for (int64_t l = i * pf_lines / n; l < (i + 1) * pf_lines / n; ++l)
-          hwy::Prefetch(q + kPrefetchBlk + 64 * l);
+        if (a.sw_prefetch)
+          for (int64_t l = i * pf_lines / n; l < (i + 1) * pf_lines / n; ++l)
+            hwy::Prefetch(q + kPrefetchBlk + 64 * l);
     };
     if constexpr (kQ5<T>) pf_slice(0, 1);
     if constexpr (T == WType::kQ8_0) {
@@ -160,10 +162,10 @@ LAYA_MI_ATTR void micro_blk(const MicroArgs& a) {
         }
       }
     } else if constexpr (kQ5<T> && XR == 1) {
-      // The packed record: q4's nibbles plus the tiles' 5th-bit vectors after the 4 groups.
+      // The packed record: the tiles' 5th-bit vectors, then q4's nibbles (4 groups).
       VU hb[NT];
       for (int t = 0; t < NT; ++t)
-        hb[t] = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + 4 * a.gstep + t * 4 * L));
+        hb[t] = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + t * 4 * L));
       if constexpr (kBlkI16) {
         // two groups-of-4 (4 pmaddubsw) per int16 sum: <= 4 * 2 * 31 * 127 = 31496
         VI acc[MR][NT];
@@ -322,8 +324,9 @@ LAYA_MI_ATTR HWY_INLINE void kq_unpack(const MicroArgs& a, const uint8_t* q, int
   const DI di;
   const DU du;
   const int64_t L = lanes();
-  auto load = [&](int gr) {
-    return hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + gr * a.gstep + t * 4 * L));
+  auto load = [&](int gr) {  // group-of-4 gr of the column's quant bytes (stored at kq_row)
+    return hn::LoadU(du,
+                     reinterpret_cast<const uint32_t*>(q + kq_row<T>(gr) * a.gstep + t * 4 * L));
   };
   const VU m4 = hn::Set(du, 0x0F0F0F0Fu);
   if constexpr (T == WType::kQ6_K) {
@@ -418,8 +421,9 @@ LAYA_MI_ATTR HWY_INLINE void kq_unit(const MicroArgs& a, int64_t b, const uint8_
   }
   for (int g = 0; g < K::kGroups; ++g) {
     if constexpr (XR == 1 && kPrefetchK > 0)
-      for (int64_t l = g * pf_lines / K::kGroups; l < (g + 1) * pf_lines / K::kGroups; ++l)
-        hwy::Prefetch(pf + 64 * l);
+      if (a.sw_prefetch)
+        for (int64_t l = g * pf_lines / K::kGroups; l < (g + 1) * pf_lines / K::kGroups; ++l)
+          hwy::Prefetch(pf + 64 * l);
     // x broadcasts first, then one tile's two weight vectors at a time (few live registers).
     VI xl[MR], xh[MR];
     for (int r = 0; r < MR; ++r) {
@@ -469,6 +473,11 @@ LAYA_MI_ATTR void micro_kq(const MicroArgs& a) {
     for (int t = 0; t < NT; ++t) facc[r][t] = hn::Zero(df);
   for (int64_t b = 0; b < nb; ++b, xd += XR) {
     const uint8_t* q = a.w + b * a.rec;
+    if constexpr (XR == 1) {
+      // GEMV: the side (a.wd of record b .. its quants at q) requested in address order before
+      // the quants, so the d, dmin and mins read after them are hits, not a read going back.
+      for (const uint8_t* l = a.wd + b * a.rec; l < q; l += 64) hwy::Prefetch(l);
+    }
     const uint8_t* xq = a.x + b * (kQK_K * XR);  // group-of-4 e4 of row r at xq + (e4 XR + r) 4
     VI iacc[MR][NT];
     for (int r = 0; r < MR; ++r)
@@ -558,6 +567,7 @@ struct Ctx {
   int64_t ldy;
   const float* bias;
   int64_t m, n;
+  bool sw_prefetch = true;  // GEMV: MicroArgs::sw_prefetch
 };
 
 // Work items [b, e) of a run: item i covers column panel i / n_chunks (NTMax tiles of a packed
@@ -582,12 +592,16 @@ void run_items(const Ctx& c, int64_t chunk, int64_t n_chunks, int64_t b, int64_t
     const int64_t ncols = std::min(nt * L, c.n - col0);
     const uint8_t* grp = geo.group(c.w, g);
     MicroArgs a;
-    a.w = grp + i0 * 4 * L;
+    // Block types: quants, then the side; K-quants: the side, then the quants.
+    const uint8_t* quants = grp + (kIsK<T> ? p * geo.sb : 0);
+    const uint8_t* side = grp + (kIsK<T> ? 0 : p * geo.qb);
+    a.w = quants + i0 * 4 * L;
     a.gstep = p * 4 * L;
-    a.wd = grp + p * geo.qb + i0 * 2 * L;
-    a.wm = grp + p * geo.qb + p * 2 * L + i0 * 2 * L;
-    a.wsc = grp + p * geo.qb + p * 2 * geo.nf16 * L + i0 * geo.nsub * L;
-    a.wmn = grp + p * geo.qb + p * (2 * geo.nf16 + geo.nsub) * L + i0 * geo.nmin * L;
+    a.wd = side + i0 * 2 * L;
+    a.wm = side + p * 2 * L + i0 * 2 * L;
+    a.wsc = side + p * 2 * geo.nf16 * L + i0 * geo.nsub * L;
+    a.wmn = side + p * (2 * geo.nf16 + geo.nsub) * L + i0 * geo.nmin * L;
+    a.sw_prefetch = c.sw_prefetch;
     a.rec = geo.record(g);
     a.geo = &geo;
     a.xp = c.xp;
@@ -614,8 +628,8 @@ LAYA_MI_ATTR HWY_INLINE void q5_expand_group(const uint8_t* q, int64_t gstep, in
   const DU du;
   const int64_t L = lanes();
   VI lo, hi;
-  q5_unpack<H>(hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + H * gstep + t * 4 * L)), hb, &lo,
-               &hi);
+  q5_unpack<H>(hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + (H + 1) * gstep + t * 4 * L)),
+               hb, &lo, &hi);
   hn::StoreU(lo, di, reinterpret_cast<int32_t*>(o + (H * nt + t) * 4 * L));
   hn::StoreU(hi, di, reinterpret_cast<int32_t*>(o + ((H + 4) * nt + t) * 4 * L));
 }
@@ -631,7 +645,7 @@ LAYA_MI_ATTR void q5_expand(const MicroArgs& a, int64_t nt, int64_t b0, int64_t 
     const uint8_t* q = a.w + (b0 + b) * a.rec;
     uint8_t* o = dst + b * xrec;
     for (int t = 0; t < nt; ++t) {
-      const VU hb = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + 4 * a.gstep + t * 4 * L));
+      const VU hb = hn::LoadU(du, reinterpret_cast<const uint32_t*>(q + t * 4 * L));
       q5_expand_group<T, 0>(q, a.gstep, nt, t, hb, o);
       q5_expand_group<T, 1>(q, a.gstep, nt, t, hb, o);
       q5_expand_group<T, 2>(q, a.gstep, nt, t, hb, o);
@@ -726,7 +740,10 @@ void run(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
     for (int64_t r = b; r < e; ++r)
       quantize_x<T>(x + r * ldx, k, xq + r / xp.rows * xp.stride, r % xp.rows, xp);
   });
-  const Ctx c{static_cast<const uint8_t*>(packed), &geo, xq, &xp, y, ldy, bias, m, n};
+  // q5 and K-quant GEMVs leave the stream to the hardware where that reads faster
+  // (hwy_matmul_int::gemv_sw_prefetch).
+  const bool sw_prefetch = !(kQ5<T> || kIsK<T>) || hwy_matmul_int::gemv_sw_prefetch();
+  const Ctx c{static_cast<const uint8_t*>(packed), &geo, xq, &xp, y, ldy, bias, m, n, sw_prefetch};
   if (m == 1) {  // GEMV: one packed group (one linear stream) per item
     parallel_for(pool, geo.groups, 1,
                  [&](int64_t b, int64_t e) { run_items<T, 1, kP<T>>(c, 1, 1, b, e); });
