@@ -905,8 +905,9 @@ struct DotMadd {
 // Arguments of one micro-kernel call: MR rows x NT tiles of y, accumulated over all of k. Tile t
 // of record b: f16 d at wd + b * rec + t * 2L (m likewise).
 struct MicroArgs {
-  const uint8_t* w = nullptr;    // quants of the first tile in the first record (the vector of
-                                 // group-of-4 gr of tile t: w + b * rec + (gr * p + t) * 4L)
+  const uint8_t* w = nullptr;    // quant rows of the first tile in the first record (row r of
+                                 // tile t: w + b * rec + (r * p + t) * 4L; row r is group-of-4
+                                 // r, q5: r - 1 after the 5th bits, K-quants: kq_row)
   int64_t gstep = 0;             // p * 4L
   const uint8_t* wd = nullptr;   // its f16 d
   const uint8_t* wm = nullptr;   // its f16 m (q4_1) / dmin (q4_K, q5_K)
