@@ -474,9 +474,11 @@ LAYA_MI_ATTR void micro_kq(const MicroArgs& a) {
   for (int64_t b = 0; b < nb; ++b, xd += XR) {
     const uint8_t* q = a.w + b * a.rec;
     if constexpr (XR == 1) {
-      // GEMV: the side (a.wd of record b .. its quants at q) requested in address order before
-      // the quants, so the d, dmin and mins read after them are hits, not a read going back.
-      for (const uint8_t* l = a.wd + b * a.rec; l < q; l += 64) hwy::Prefetch(l);
+      // GEMV left to the hardware prefetchers: the side (a.wd of record b .. its quants at q)
+      // requested in address order before the quants, so the d, dmin and mins read after them
+      // are hits, not a read going back. (The software stream already covers it.)
+      if (!a.sw_prefetch)
+        for (const uint8_t* l = a.wd + b * a.rec; l < q; l += 64) hwy::Prefetch(l);
     }
     const uint8_t* xq = a.x + b * (kQK_K * XR);  // group-of-4 e4 of row r at xq + (e4 XR + r) 4
     VI iacc[MR][NT];
