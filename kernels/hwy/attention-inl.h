@@ -21,6 +21,9 @@
 //    with one transpose-add tree; P x V broadcasts each probability over the V row. K and V are
 //    read once per group (GQA reuse). An item spans a chunk of kv groups (all of them with one
 //    thread per batch row), so the cache rows are read front to back, with L2 prefetch ahead.
+//    Over cache cells the last tile ends at the last live key, and every score is summed by the
+//    same tree however many keys its group of 4 has, so a decode step's output does not depend on
+//    how many empty cells follow the written ones (the cache's capacity).
 // With positions or sequence ids ("general mode", see the section of that name below) tiles are
 // aligned to kBk and summarized once per call, so a tile no query of an item can see (another
 // packed row, another sequence's cells, empty cells, outside the causal / window range) is skipped
@@ -291,14 +294,18 @@ HWY_INLINE void Reduce4Store(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
 #endif
 }
 
-// s[r * kBkDec + j] = q_r . k_j for NR rows (q rows of hd, aligned) and NJ (1 or 4) keys.
-template <int NR, int NJ, class T>
+// s[r * kBkDec + j] = q_r . k_j for NR rows (q rows of hd, aligned) and NJ keys: 4, or (Tail)
+// the last 1..3 of a tile. Every key's dot is summed by one Reduce4Store lane, the same tree in
+// every lane, so a score does not depend on which keys share its group: a tile that ends
+// elsewhere (a cache with more or fewer empty cells past its last live one) gives the same bits.
+template <int NR, int NJ, bool Tail, class T>
 HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const T* HWY_RESTRICT k, int64_t ks,
                       float* HWY_RESTRICT s) {
+  static_assert(NJ >= 1 && NJ <= 4);
   const DF d;
-  VF acc[NR][NJ];
+  VF acc[NR][4];
   for (int r = 0; r < NR; ++r)
-    for (int j = 0; j < NJ; ++j) acc[r][j] = hn::Zero(d);
+    for (int j = 0; j < 4; ++j) acc[r][j] = hn::Zero(d);
   // One key vector live at a time, q read from memory by each FMA: NR x NJ accumulators + 1
   // register (3 x 4 on AVX2: 13 of 16; keeping all NJ key vectors and a q vector live took 17,
   // and GCC kept an accumulator on the stack).
@@ -310,10 +317,12 @@ HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const T* HWY_RESTR
     }
   }
   for (int r = 0; r < NR; ++r) {
-    if constexpr (NJ == 4) {
+    if constexpr (!Tail) {
       Reduce4Store(acc[r][0], acc[r][1], acc[r][2], acc[r][3], s + r * kBkDec);
-    } else {
-      for (int j = 0; j < NJ; ++j) s[r * kBkDec + j] = hn::GetLane(hn::SumOfLanes(d, acc[r][j]));
+    } else {  // 4 sums into a temporary: the row's next 3 scores may be past its end
+      alignas(16) float t[4];
+      Reduce4Store(acc[r][0], acc[r][1], acc[r][2], acc[r][3], t);
+      for (int j = 0; j < NJ; ++j) s[r * kBkDec + j] = t[j];
     }
   }
 }
@@ -490,6 +499,7 @@ inline Keys KeysOf(const AttentionArgs& a, int64_t b) {
 
 struct KeySum {
   int64_t n_live = 0, n_keys = 0;
+  int64_t jmax = -1;                           // index of the last live key
   int64_t pmin = INT64_MAX, pmax = INT64_MIN;  // positions of the live keys
   int32_t smin = INT32_MAX, smax = INT32_MIN;  // seq ids of the live keys (0 without seq ids)
 };
@@ -498,6 +508,7 @@ inline void AddKeys(const Keys& k, int64_t t0, int64_t t1, KeySum& s) {
   for (int64_t j = t0; j < t1; ++j) {
     if (!k.live(j)) continue;
     ++s.n_live;
+    s.jmax = j;
     const int64_t p = k.at(j);
     const int32_t q = k.seq_at(j);
     s.pmin = std::min(s.pmin, p);
@@ -1011,10 +1022,19 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
 
   const int64_t pmin = past, pmax = a.kv_len - 1;
   int64_t lo, hi;
-  if (gen)
+  if (gen) {
     GeneralKeyRange(a, qr, lo, hi);
-  else
+    // No key past the last live one (a cache's cells not yet written): the last tile ends there.
+    // Only its end moves, so every tile starts where it did and the sums are the same.
+    int64_t last = -1;
+    for (size_t blk = KeyBlocks(a); blk-- > 0 && last < 0;) last = sums[blk].jmax;
+    hi = std::min(hi, last + 1);
+  } else {
     KeyRange(a, pmin, pmax, lo, hi);
+  }
+  // A decode step's rows are usually one query (the heads of one token): then a key's
+  // visibility is the same for every row and is decided once.
+  const bool one_query = qr.pmin == qr.pmax && qr.smin == qr.smax;
   const Keys keys = KeysOf(a, b);
   const T* kbase = static_cast<const T*>(a.k) + b * a.k_batch_stride;
   const T* vbase = static_cast<const T*>(a.v) + b * a.v_batch_stride;
@@ -1043,7 +1063,7 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
     }
     // Scores, 4 keys at a time across all groups (each key row is read front to back).
     for (size_t j = 0; j < nk;) {
-      const size_t nj = nk - j >= 4 ? 4 : 1;
+      const size_t nj = std::min<size_t>(4, nk - j);
       const int64_t jg = t0 + static_cast<int64_t>(j);
       const int64_t kr0 = jg + kAhead, kr1 = std::min(hi, kr0 + static_cast<int64_t>(nj));
       for (int gi = 0; gi < ng; ++gi) {
@@ -1054,9 +1074,10 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
           const float* qr = qs + rb * hd;
           float* sj = ss + rb * kBkDec + j;
           if (nj == 4)
-            Dispatch2<4, 1>(nr, 1, [&]<int NR, int>() { DecQk<NR, 4>(qr, hd, kj, ks, sj); });
+            Dispatch2<4, 1>(nr, 1, [&]<int NR, int>() { DecQk<NR, 4, false>(qr, hd, kj, ks, sj); });
           else
-            Dispatch2<4, 1>(nr, 1, [&]<int NR, int>() { DecQk<NR, 1>(qr, hd, kj, ks, sj); });
+            Dispatch2<4, 3>(nr, static_cast<int>(nj),
+                            [&]<int NR, int NJ>() { DecQk<NR, NJ, true>(qr, hd, kj, ks, sj); });
         }
       }
       j += nj;
@@ -1069,6 +1090,11 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
         const bool live = !need_live || keys.live(jj);
         const int64_t kp = keys.at(jj);
         const int32_t ks = keys.seq_at(jj);
+        if (one_query) {
+          if (!live || !VisibleAt(a, qr.pmin, qr.smin, kp, ks, need_seq))
+            for (size_t r = 0; r < R; ++r) ss[r * kBkDec + j] = kNegInf;
+          continue;
+        }
         for (size_t r = 0; r < R; ++r)
           if (!live || !VisibleAt(a, rpos[r], rseq[r], kp, ks, need_seq))
             ss[r * kBkDec + j] = kNegInf;

@@ -14,6 +14,7 @@
 // checked untouched / unread.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -591,6 +592,73 @@ TEST_CASE("attention: decode and prefill over KV cache cells") {
       c.mask = 0;
       check_both(c, rng);
     }
+  }
+}
+
+TEST_CASE("attention: a decode step's output does not depend on the empty cells past the last") {
+  // A KV cache of `live` written cells (one sequence) and `empty` cells after them (seq -1, zero):
+  // the decode query sees the same keys whatever `empty` is, and gets the same bits, on every
+  // target (tiles end at the last live key; a tile's last 1-3 keys sum like every other key).
+  std::mt19937 rng(31);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const int32_t heads = 9, kv_heads = 3, hd = 64;
+  const int64_t row = int64_t{kv_heads} * hd;
+  for (int64_t target : kernel_hwy_targets()) {
+    const KernelTable t = kernel_table_hwy(target);
+    for (bool f16 : {false, true})
+      for (int64_t live : {1, 2, 5, 34, 127, 129, 191}) {
+        std::vector<float> q(static_cast<size_t>(heads * hd)), kf, vf;
+        for (float& x : q) x = dist(rng);
+        for (int64_t j = 0; j < live * row; ++j) {
+          kf.push_back(dist(rng));
+          vf.push_back(dist(rng));
+        }
+        std::vector<float> first;
+        for (int64_t empty : {0, 1, 2, 3, 5, 64, 130}) {
+          const int64_t cells = live + empty;
+          std::vector<float> k32(static_cast<size_t>(cells * row), 0.0f), v32 = k32;
+          std::copy(kf.begin(), kf.end(), k32.begin());
+          std::copy(vf.begin(), vf.end(), v32.begin());
+          std::vector<uint16_t> k16(k32.size()), v16(v32.size());
+          for (size_t i = 0; i < k32.size(); ++i) {
+            k16[i] = f32_to_f16(k32[i]);
+            v16[i] = f32_to_f16(v32[i]);
+          }
+          std::vector<int32_t> pos(static_cast<size_t>(cells)), seq(static_cast<size_t>(cells));
+          for (int64_t j = 0; j < cells; ++j) {
+            pos[static_cast<size_t>(j)] = static_cast<int32_t>(j < live ? j : 0);
+            seq[static_cast<size_t>(j)] = j < live ? 0 : -1;
+          }
+          const int32_t qp = static_cast<int32_t>(live - 1), qs = 0;
+          std::vector<float> out(q.size(), -7.0f);
+          AttentionArgs a;
+          a.q = q.data();
+          a.k = f16 ? static_cast<const void*>(k16.data()) : k32.data();
+          a.v = f16 ? static_cast<const void*>(v16.data()) : v32.data();
+          a.kv_type = f16 ? KvType::kF16 : KvType::kF32;
+          a.out = out.data();
+          a.q_row_stride = a.out_row_stride = int64_t{heads} * hd;
+          a.k_row_stride = a.v_row_stride = row;
+          a.q_len = 1;
+          a.kv_len = cells;
+          a.n_heads = heads;
+          a.n_kv_heads = kv_heads;
+          a.head_dim = hd;
+          a.scale = 0.125f;
+          a.causal = true;
+          a.q_pos = &qp;
+          a.q_seq = &qs;
+          a.k_pos = pos.data();
+          a.k_seq = seq.data();
+          std::vector<uint8_t> scratch(t.attention_scratch_bytes(a, 1));
+          t.attention(a, 0, heads, scratch.data(), nullptr);
+          INFO(kernel_target_name(target), f16 ? " f16" : " f32", " live ", live, " empty ", empty);
+          if (first.empty())
+            first = out;
+          else
+            CHECK(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
+        }
+      }
   }
 }
 
