@@ -433,4 +433,7 @@ LAYA_ROOFLINE(kQ4_K, 576, 1536, 448);
 LAYA_ROOFLINE(kQ5_K, 576, 1536, 384);
 LAYA_ROOFLINE(kQ6_K, 576, 1536, 320);
 LAYA_ROOFLINE(kQ4_0, 576, 1536, 448);  // the K-quants' shape
+// SmolLM2's k / v projection alone, and q / k / v as the CPU backend stacks them (one GEMV).
+LAYA_ROOFLINE(kQ5_0, 192, 576, 2048);
+LAYA_ROOFLINE(kQ5_0, 960, 576, 512);
 #undef LAYA_ROOFLINE

@@ -87,6 +87,12 @@ struct MatmulKernel {
   void (*run)(const void* packed, const float* x, int64_t ldx, float* y, int64_t ldy,
               const float* bias, int64_t m, int64_t n, int64_t k, void* scratch,
               const ThreadPool* pool) = nullptr;
+  // Rows at which packs stack (0: they do not): for weights [n1, k] and [n2, k] of this type with
+  // n1 % stack_rows == 0, pack(W1) followed directly by pack(W2) (at packed_bytes(n1, k), a
+  // multiple of 64) is pack of the stacked [n1 + n2, k], and packed_bytes adds up. So one run
+  // over the stack computes several matrices that share x, and each one still runs alone on its
+  // part of the stack (the CPU backend's stacked GEMVs, hal/cpu/README.md).
+  int64_t stack_rows = 0;
 };
 
 // ---- attention -------------------------------------------------------------------------------

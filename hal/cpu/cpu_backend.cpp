@@ -73,7 +73,10 @@ struct Step {
   kernels::WType wtype = kernels::WType::kF32;
   kernels::MatmulKernel mm;
   int64_t n = 0, k = 0;
-  int packed = -1;                    // matmul: index into CpuExecutable::packed
+  int packed = -1;           // matmul: index into CpuExecutable::packed
+  uint64_t part_offset = 0;  // matmul in a stack: its weight's bytes inside the stack
+  int64_t part_row = 0;      // ... and its first row there
+  int stack = 0;  // matmul leading a stack: the steps a GEMV (m == 1) runs as one, itself first
   uint64_t scales_offset = 0;         // embedding i8 per-tensor: expanded scales in persistent
   const float* row_scales = nullptr;  // embedding i8 per-row: the graph's scales
   const void* table = nullptr;        // embedding: the graph's weight bytes (never copied)
@@ -86,13 +89,22 @@ struct Step {
 };
 
 // A weight packed by load(): into the persistent region at `offset`, or taken from the device's
-// WeightCache (`cached`).
+// WeightCache (`cached`). A stack (README.md, "Stacked GEMVs") is the weights of consecutive
+// matmuls that share x, packed end to end (MatmulKernel::stack_rows): `parts` lists them, `n` is
+// their rows together, and their biases, if any, are stacked at `bias_offset` in persistent.
 struct Packed {
-  ir::ValueId value = ir::kNoValue;
+  ir::ValueId value = ir::kNoValue;  // one weight (kNoValue for a stack)
   kernels::WType type = kernels::WType::kF32;
   kernels::MatmulKernel mm;
   int64_t n = 0, k = 0;
   uint64_t offset = 0, bytes = 0;
+  struct Part {
+    ir::ValueId weight, bias;  // bias: kNoValue or a constant f32 [n]
+    int64_t n;
+  };
+  std::vector<Part> parts;
+  bool stacked_bias = false;
+  uint64_t bias_offset = 0;
   bool expand_scales = false;     // i8 per-tensor: one scale repeated per row
   const uint8_t* data = nullptr;  // set by load()
   bool cached = false;            // `data` is a WeightCache reference this executable holds
@@ -168,6 +180,8 @@ class CpuBackend final : public Backend {
   uint64_t step_scratch(const Step& s, const ir::Extents* ext) const;
   void set_args(Step& s, const TensorBinding* v) const;
   Status run_step(const CpuExecutable& e, const Step& s, const ExecContext& ctx) const;
+  uint64_t stack_scratch(const Packed& p) const;
+  void run_stack(const CpuExecutable& e, size_t first, const ExecContext& ctx) const;
 
   kernels::KernelTable table_;
   PoolLease pool_;
@@ -323,26 +337,7 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
       s.n = w.shape.dims[0].c;
       s.k = w.shape.dims[1].c;
       if (n.op == ir::Op::kMatMul) {
-        s.mm = table_.matmul[static_cast<int>(s.wtype)];
-        auto it = std::find_if(e->packed.begin(), e->packed.end(),
-                               [&](const Packed& p) { return p.value == wid; });
-        if (it == e->packed.end()) {  // a weight shared by two matmuls is packed once
-          Packed p;
-          p.value = wid;
-          p.type = s.wtype;
-          p.mm = s.mm;
-          p.n = s.n;
-          p.k = s.k;
-          p.bytes = s.mm.packed_bytes(s.n, s.k);
-          if (cache_ != nullptr)
-            shared += p.bytes;
-          else
-            p.offset = reserve(p.bytes);
-          p.expand_scales = w.quant.kind == ir::QuantKind::kPerTensor;
-          e->packed.push_back(p);
-          it = e->packed.end() - 1;
-        }
-        s.packed = static_cast<int>(it - e->packed.begin());
+        s.mm = table_.matmul[static_cast<int>(s.wtype)];  // packed below
       } else {
         s.table = w.data;
         if (s.wtype == kernels::WType::kI8) {
@@ -358,11 +353,75 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
     scratch = std::max(scratch, step_scratch(s, opts.max_extents));
     e->steps.push_back(std::move(s));
   }
+  // Matmul weights: stacks of consecutive matmuls sharing x (same type and k, every weight but
+  // the last a multiple of stack_rows rows, biases absent or constant), else one packing per
+  // weight (a weight shared by two matmuls outside stacks is packed once).
+  auto stackable = [&](const Step& a, const Step& b) {
+    const auto const_bias = [&](const Step& t) {
+      if (t.in[2] == ir::kNoValue) return true;
+      const ir::Value& bv = g.values[t.in[2]];
+      return bv.kind == ir::ValueKind::kWeight && bv.dtype == ir::DType::kF32 &&
+             bv.shape.rank == 1 && bv.shape.dims[0].c == t.n && bv.data != nullptr;
+    };
+    return b.op == ir::Op::kMatMul && b.in[0] == a.in[0] && b.wtype == a.wtype && b.k == a.k &&
+           a.mm.stack_rows > 0 && const_bias(a) && const_bias(b);
+  };
+  for (size_t i = 0; i < e->steps.size(); ++i) {
+    Step& s = e->steps[i];
+    if (s.op != ir::Op::kMatMul) continue;
+    size_t j = i + 1;
+    while (j < e->steps.size() && stackable(s, e->steps[j]) &&
+           e->steps[j - 1].n % s.mm.stack_rows == 0)
+      ++j;
+    Packed p;
+    p.type = s.wtype;
+    p.mm = s.mm;
+    p.k = s.k;
+    if (j - i > 1) {
+      for (size_t t = i; t < j; ++t) {
+        Step& m = e->steps[t];
+        m.packed = static_cast<int>(e->packed.size());
+        m.part_offset = s.mm.packed_bytes(p.n, s.k);  // 0 for the first
+        m.part_row = p.n;
+        p.parts.push_back({m.in[1], m.in[2], m.n});
+        p.n += m.n;
+        p.stacked_bias = p.stacked_bias || m.in[2] != ir::kNoValue;
+      }
+      s.stack = static_cast<int>(j - i);
+    } else {
+      const ir::ValueId wid = s.in[1];
+      auto it = std::find_if(e->packed.begin(), e->packed.end(),
+                             [&](const Packed& q) { return q.value == wid; });
+      if (it != e->packed.end()) {
+        s.packed = static_cast<int>(it - e->packed.begin());
+        continue;
+      }
+      s.packed = static_cast<int>(e->packed.size());
+      p.value = wid;
+      p.n = s.n;
+      p.expand_scales = g.values[wid].quant.kind == ir::QuantKind::kPerTensor;
+    }
+    p.bytes = s.mm.packed_bytes(p.n, p.k);
+    if (cache_ != nullptr)
+      shared += p.bytes;
+    else
+      p.offset = reserve(p.bytes);
+    if (p.stacked_bias) p.bias_offset = reserve(static_cast<uint64_t>(p.n) * sizeof(float));
+    if (s.stack > 1) scratch = std::max(scratch, stack_scratch(p));
+    e->packed.push_back(std::move(p));
+    i = j - 1;
+  }
   e->needs_.persistent_bytes = persistent;
   e->needs_.shared_bytes = shared;
   e->needs_.scratch_bytes = round_up(scratch, 64);
   e->reshaped_scratch_ = 0;
   return std::unique_ptr<Executable>(std::move(e));
+}
+
+// A stack's GEMV: its output rows (the stack's n), then the kernel's scratch.
+uint64_t CpuBackend::stack_scratch(const Packed& p) const {
+  return round_up(static_cast<uint64_t>(p.n) * sizeof(float), 64) +
+         p.mm.scratch_bytes(1, p.n, p.k, pool_.n_threads());
 }
 
 uint64_t CpuBackend::step_scratch(const Step& s, const ir::Extents* ext) const {
@@ -417,23 +476,51 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
   }
   std::vector<float> scales;
   for (Packed& p : e.packed) {
-    const ir::Value& w = g.values[p.value];
-    const float* s = nullptr;
-    if (p.type == kernels::WType::kI8) {
+    if (p.stacked_bias) {
+      float* b = reinterpret_cast<float*>(base + p.bias_offset);
+      for (const Packed::Part& part : p.parts) {
+        if (part.bias == ir::kNoValue)
+          std::fill(b, b + part.n, 0.0f);
+        else
+          std::memcpy(b, g.values[part.bias].data, static_cast<size_t>(part.n) * sizeof(float));
+        b += part.n;
+      }
+    }
+    // What pack writes: one weight (with i8 scales), or each part of a stack at its offset.
+    struct Job {
+      const ir::Graph* g;
+      const Packed* p;
+      const float* scales;
+      void run(void* dst) const {
+        if (p->parts.empty()) {
+          p->mm.pack(g->values[p->value].data, scales, p->n, p->k, dst);
+          return;
+        }
+        int64_t row = 0;
+        for (const Packed::Part& part : p->parts) {
+          p->mm.pack(g->values[part.weight].data, nullptr, part.n, p->k,
+                     static_cast<uint8_t*>(dst) + p->mm.packed_bytes(row, p->k));
+          row += part.n;
+        }
+      }
+    } job{&g, &p, nullptr};
+    const ir::Value& w = g.values[p.parts.empty() ? p.value : p.parts[0].weight];
+    if (p.type == kernels::WType::kI8) {  // never stacked (stack_rows 0)
       if (p.expand_scales) {
         scales.assign(static_cast<size_t>(p.n), w.quant.scales[0]);
-        s = scales.data();
+        job.scales = scales.data();
       } else {
-        s = w.quant.scales.data();
+        job.scales = w.quant.scales.data();
       }
     }
     if (cache_ == nullptr) {
-      p.mm.pack(w.data, s, p.n, p.k, base + p.offset);
+      job.run(base + p.offset);
       p.data = base + p.offset;
       continue;
     }
     // The packed bytes depend on the source bytes, the pack routine (kernel target and weight
-    // type), the shape and the scales: all of it is in the key.
+    // type), the shape and the scales: all of it is in the key (a stack: every part's address
+    // and rows).
     PackedWeightKey key;
     key.source = w.data;
     key.source_bytes = w.nbytes;
@@ -441,22 +528,18 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
     std::snprintf(pack_id, sizeof pack_id, " pack@%p", reinterpret_cast<void*>(p.mm.pack));
     key.packing = std::string("cpu ") + table_.isa + " " + kernels::wtype_name(p.type) + " [" +
                   std::to_string(p.n) + ", " + std::to_string(p.k) + "]" + pack_id;
-    if (s != nullptr) {
-      const auto* sb = reinterpret_cast<const uint8_t*>(s);
+    for (const Packed::Part& part : p.parts) {
+      char one[64];
+      std::snprintf(one, sizeof one, " %lld@%p", static_cast<long long>(part.n),
+                    g.values[part.weight].data);
+      key.packing += one;
+    }
+    if (job.scales != nullptr) {
+      const auto* sb = reinterpret_cast<const uint8_t*>(job.scales);
       key.side.assign(sb, sb + static_cast<size_t>(p.n) * sizeof(float));
     }
-    struct Job {
-      const Packed* p;
-      const void* src;
-      const float* scales;
-    } job{&p, w.data, s};
     Result<const void*> got = cache_->acquire(
-        key, p.bytes,
-        [](void* ctx, void* dst) {
-          const Job& j = *static_cast<const Job*>(ctx);
-          j.p->mm.pack(j.src, j.scales, j.p->n, j.p->k, dst);
-        },
-        &job);
+        key, p.bytes, [](void* ctx, void* dst) { static_cast<const Job*>(ctx)->run(dst); }, &job);
     if (!got.is_ok()) {
       e.release();
       for (const void* o : old) cache_->release(o);
@@ -539,6 +622,8 @@ Status CpuBackend::reshape(Executable& exe, const TensorBinding* values, int) {
     if (s.op == ir::Op::kMatMul) {
       const int64_t m = values[s.in[0]].extents.rows();
       if (m > 0) scratch = std::max(scratch, s.mm.scratch_bytes(m, s.n, s.k, pool_.n_threads()));
+      if (m == 1 && s.stack > 1)
+        scratch = std::max(scratch, stack_scratch(e.packed[static_cast<size_t>(s.packed)]));
     } else if (s.op == ir::Op::kAttention) {
       scratch = std::max(scratch, table_.attention_scratch_bytes(s.att, pool_.n_threads()));
     }
@@ -625,9 +710,9 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
                             static_cast<long long>(bad), static_cast<long long>(s.n));
       return Status::ok();
     }
-    case ir::Op::kMatMul:
-      s.mm.run(e.packed[static_cast<size_t>(s.packed)].data, f32(s.in[0]), s.k, f32(s.out), s.n,
-               opt(s.in[2]), s.rows, s.n, s.k, ctx.scratch, pool);
+    case ir::Op::kMatMul:  // alone, or (m > 1) on its part of a stack
+      s.mm.run(e.packed[static_cast<size_t>(s.packed)].data + s.part_offset, f32(s.in[0]), s.k,
+               f32(s.out), s.n, opt(s.in[2]), s.rows, s.n, s.k, ctx.scratch, pool);
       return Status::ok();
     case ir::Op::kAdd:
     case ir::Op::kMul:
@@ -748,17 +833,55 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
   return status_error(StatusCode::kInternal, "cpu execute: unknown op");
 }
 
+// The GEMV (m == 1) of the stack led by steps[first]: one run over the stacked weights into
+// scratch, then each step's rows to its output.
+void CpuBackend::run_stack(const CpuExecutable& e, size_t first, const ExecContext& ctx) const {
+  const Step& s = e.steps[first];
+  const Packed& p = e.packed[static_cast<size_t>(s.packed)];
+  float* y = static_cast<float*>(ctx.scratch);
+  void* kscratch =
+      static_cast<uint8_t*>(ctx.scratch) + round_up(static_cast<uint64_t>(p.n) * sizeof(float), 64);
+  const float* bias =
+      p.stacked_bias ? reinterpret_cast<const float*>(e.persistent + p.bias_offset) : nullptr;
+  p.mm.run(p.data, static_cast<const float*>(ctx.values[s.in[0]].data), p.k, y, p.n, bias, 1, p.n,
+           p.k, kscratch, pool_.view());
+  for (int i = 0; i < s.stack; ++i) {
+    const Step& m = e.steps[first + static_cast<size_t>(i)];
+    std::memcpy(ctx.values[m.out].data, y + m.part_row, static_cast<size_t>(m.n) * sizeof(float));
+  }
+}
+
 Status CpuBackend::execute(Executable& exe, const ExecContext& ctx) {
   const auto& e = static_cast<const CpuExecutable&>(exe);
-  for (const Step& s : e.steps) {
-    if (ctx.profile == nullptr || ctx.profile->on_node == nullptr) {
+  const bool profile = ctx.profile != nullptr && ctx.profile->on_node != nullptr;
+  for (size_t i = 0; i < e.steps.size();) {
+    const Step& s = e.steps[i];
+    const bool stacked = s.stack > 1 && s.rows == 1;
+    const auto t0 =
+        profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (stacked) {
+      run_stack(e, i, ctx);
+    } else {
       LAYA_RETURN_IF_ERROR(run_step(e, s, ctx));
+    }
+    if (!profile) {
+      i += stacked ? static_cast<size_t>(s.stack) : 1;
       continue;
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    LAYA_RETURN_IF_ERROR(run_step(e, s, ctx));
     const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
-    ctx.profile->on_node(ctx.profile->user, s.id, ms.count(), false);
+    if (!stacked) {
+      ctx.profile->on_node(ctx.profile->user, s.id, ms.count(), false);
+      ++i;
+      continue;
+    }
+    // One measured time for the stack, split over its nodes by their packed weight bytes.
+    const Packed& p = e.packed[static_cast<size_t>(s.packed)];
+    for (int j = 0; j < s.stack; ++j, ++i) {
+      const Step& m = e.steps[i];
+      const double share =
+          static_cast<double>(m.mm.packed_bytes(m.n, m.k)) / static_cast<double>(p.bytes);
+      ctx.profile->on_node(ctx.profile->user, m.id, ms.count() * share, false);
+    }
   }
   return Status::ok();
 }

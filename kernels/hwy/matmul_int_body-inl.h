@@ -774,6 +774,9 @@ MatmulKernel make() {
   kern.pack = pack<T>;
   kern.scratch_bytes = scratch_bytes<T>;
   kern.run = run<T>;
+  // Groups of P tiles of L rows, each at a fixed stride (geometry): a stack of whole groups is
+  // the groups of the stacked matrix. i8 keeps its scales after the groups, so it does not stack.
+  if constexpr (T != WType::kI8) kern.stack_rows = kP<T> * lanes();
   return kern;
 }
 

@@ -260,6 +260,9 @@ MatmulKernel make() {
   kern.pack = pack<T>;
   kern.scratch_bytes = scratch_bytes<T>;
   kern.run = run<T>;
+  // The file's row-major rows, as they are (i8 / i8w: then the scales, so they do not stack); 64
+  // rows of any type are a multiple of 64 bytes.
+  if constexpr (T != WType::kI8 && T != WType::kI8W) kern.stack_rows = 64;
   return kern;
 }
 

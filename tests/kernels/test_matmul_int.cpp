@@ -516,6 +516,66 @@ TEST_CASE("int matmul: run twice on the same packed weights gives identical outp
   }
 }
 
+TEST_CASE("int matmul: packs stack at stack_rows (one run over a stack = each weight's run)") {
+  std::vector<Variant> tables = variants();
+  tables.push_back({"ref", kernel_table_ref()});
+  for (const Variant& var : tables) {
+    for (WType type : kIntTypes) {
+      const MatmulKernel& kern = var.table.matmul[static_cast<int>(type)];
+      INFO(var.name, " ", std::string(wtype_name(type)));
+      if (type == WType::kI8) {  // its scales follow the rows: no stacking
+        CHECK(kern.stack_rows == 0);
+        continue;
+      }
+      const int64_t sr = kern.stack_rows;
+      REQUIRE(sr > 0);
+      const int64_t k = 2 * kunit(type);
+      // Three weights sharing x (as q / k / v): whole stack_rows, then a tail.
+      const std::vector<int64_t> rows = {2 * sr, sr, 37};
+      std::mt19937 rng(23);
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      std::vector<Weights> parts;
+      std::vector<uint8_t> stacked_file;
+      int64_t n = 0;
+      for (int64_t r : rows) {
+        std::vector<float> w(static_cast<size_t>(r * k));
+        for (float& v : w) v = dist(rng);
+        parts.push_back(make_weights(type, w, r, k));
+        stacked_file.insert(stacked_file.end(), parts.back().bytes.begin(),
+                            parts.back().bytes.end());
+        n += r;
+      }
+      const uint64_t pb = kern.packed_bytes(n, k);
+      AlignedBuf whole(pb), pieces(pb);
+      kern.pack(stacked_file.data(), nullptr, n, k, whole.p);
+      int64_t row = 0;
+      std::vector<uint64_t> offsets;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        offsets.push_back(kern.packed_bytes(row, k));
+        CHECK(offsets.back() % 64 == 0);
+        kern.pack(parts[i].bytes.data(), nullptr, rows[i], k,
+                  static_cast<uint8_t*>(pieces.p) + offsets.back());
+        row += rows[i];
+      }
+      CHECK(offsets[1] + kern.packed_bytes(rows[1], k) + kern.packed_bytes(rows[2], k) == pb);
+      CHECK(std::memcmp(whole.p, pieces.p, pb) == 0);
+      // The GEMV over the stack gives each weight's own GEMV, bit for bit.
+      std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(n));
+      for (float& v : x) v = dist(rng);
+      AlignedBuf scratch(kern.scratch_bytes(1, n, k, 1));
+      kern.run(pieces.p, x.data(), k, y.data(), n, nullptr, 1, n, k, scratch.p, nullptr);
+      row = 0;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        std::vector<float> yi(static_cast<size_t>(rows[i]));
+        kern.run(static_cast<uint8_t*>(pieces.p) + offsets[i], x.data(), k, yi.data(), rows[i],
+                 nullptr, 1, rows[i], k, scratch.p, nullptr);
+        CHECK(std::memcmp(yi.data(), y.data() + row, yi.size() * sizeof(float)) == 0);
+        row += rows[i];
+      }
+    }
+  }
+}
+
 TEST_CASE("int matmul: close to the f32 product of the dequantized weights (NMSE)") {
   // The only approximation left is the activation quantization (8 bits per token or per block of
   // 32): for N(0, 1) data its NMSE is ~3e-5 (blocks) to ~7e-5 (per token); 5e-4 catches any

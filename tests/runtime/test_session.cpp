@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "hal/cpu/thread_pool.h"
 #include "ir/builder.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "tests/runtime/session_util.h"
 
 namespace laya::test {
@@ -413,6 +416,123 @@ TEST_CASE("profile sink gets one measured time per node") {
   for (int c : seen.count) CHECK(c == 1);
   CHECK_FALSE(seen.negative);
   CHECK_FALSE(seen.modelled);
+}
+
+// Three matmuls of one type: [128, K], [64, K] with a bias, [40, K] with a bias; `shared_x`: all
+// read one input x (the CPU backend stacks them), else each its own input (it cannot).
+ir::Graph three_matmuls(ir::DType dtype, bool shared_x, const std::vector<uint8_t>* w,
+                        const std::vector<float>* bias) {
+  ir::GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 4);
+  const int64_t k = 256, rows[3] = {128, 64, 40};
+  const ir::Shape xs = ir::Shape::of({ir::Dim::sym(seq), ir::Dim::fixed(k)});
+  ir::ValueId x = b.input("x", ir::DType::kF32, xs);
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::to_string(i);
+    if (!shared_x && i > 0) x = b.input("x" + n, ir::DType::kF32, xs);
+    ir::Quant block;
+    block.kind = ir::QuantKind::kBlock;
+    const ir::ValueId wv =
+        b.weight("w" + n, dtype, ir::Shape::fixed({rows[i], k}), w[i].data(), w[i].size(), block);
+    const ir::ValueId bv = i == 0 ? ir::kNoValue
+                                  : b.weight("b" + n, ir::DType::kF32, ir::Shape::fixed({rows[i]}),
+                                             bias[i].data(), bias[i].size() * sizeof(float));
+    b.output(b.matmul(x, wv, bv, "mm" + n), "y" + n);
+  }
+  auto g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+TEST_CASE("cpu: matmuls sharing x run as one stacked GEMV, with each one's own results") {
+  const int64_t k = 256, rows[3] = {128, 64, 40};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (ir::DType dtype : {ir::DType::kQ4_0, ir::DType::kQ5_0, ir::DType::kQ8_0, ir::DType::kQ4_K}) {
+    std::vector<uint8_t> w[3];
+    std::vector<float> bias[3];
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> f(static_cast<size_t>(rows[i] * k));
+      for (float& v : f) v = dist(rng);
+      for (int64_t r = 0; r < rows[i]; ++r) {
+        const float* src = f.data() + r * k;
+        const size_t at = w[i].size();
+        switch (dtype) {
+          case ir::DType::kQ4_0:
+            w[i].resize(at + (k / 32) * sizeof(kernels::BlockQ4_0));
+            kernels::quantize_row_q4_0(src, reinterpret_cast<kernels::BlockQ4_0*>(&w[i][at]), k);
+            break;
+          case ir::DType::kQ5_0:
+            w[i].resize(at + (k / 32) * sizeof(kernels::BlockQ5_0));
+            kernels::quantize_row_q5_0(src, reinterpret_cast<kernels::BlockQ5_0*>(&w[i][at]), k);
+            break;
+          case ir::DType::kQ8_0:
+            w[i].resize(at + (k / 32) * sizeof(kernels::BlockQ8_0));
+            kernels::quantize_row_q8_0(src, reinterpret_cast<kernels::BlockQ8_0*>(&w[i][at]), k);
+            break;
+          default:
+            w[i].resize(at + sizeof(kernels::BlockQ4_K));
+            kernels::quantize_row_q4_K(src, reinterpret_cast<kernels::BlockQ4_K*>(&w[i][at]), k);
+            break;
+        }
+      }
+      bias[i].resize(static_cast<size_t>(rows[i]));
+      for (float& v : bias[i]) v = dist(rng);
+    }
+    const ir::Graph stacked = three_matmuls(dtype, true, w, bias);
+    const ir::Graph apart = three_matmuls(dtype, false, w, bias);
+    for (const char* kern : {"auto", "ref"})
+      for (bool share : {true, false}) {
+        INFO(ir::dtype_name(dtype), " kernels ", kern, share ? " (weight cache)" : " (persistent)");
+        const SessionOptions o = share ? cpu_options(kern) : unshared(cpu_options(kern));
+        TinyRun a = make_run(stacked, o), b = make_run(apart, o);
+        for (int64_t seq : {1, 3}) {  // the stacked GEMV, then each matmul on its part (GEMM)
+          std::vector<float> x(static_cast<size_t>(seq * k));
+          for (float& v : x) v = dist(rng);
+          std::vector<std::vector<float>> ya(3), yb(3);
+          void* outs_a[3];
+          void* outs_b[3];
+          for (int i = 0; i < 3; ++i) {
+            ya[i].assign(static_cast<size_t>(seq * rows[i]), -1.0f);
+            yb[i].assign(static_cast<size_t>(seq * rows[i]), -2.0f);
+            outs_a[i] = ya[i].data();
+            outs_b[i] = yb[i].data();
+          }
+          const void* in_a[1] = {x.data()};
+          const void* in_b[3] = {x.data(), x.data(), x.data()};
+          REQUIRE(a.session->reshape(std::span<const int64_t>(&seq, 1)).is_ok());
+          REQUIRE(b.session->reshape(std::span<const int64_t>(&seq, 1)).is_ok());
+          // The profile shows whether the stack ran: one time, split by packed bytes.
+          std::vector<double> ms(stacked.nodes.size(), 0.0);
+          hal::ProfileSink sink;
+          sink.user = &ms;
+          sink.on_node = [](void* user, ir::NodeId n, double t, bool) {
+            (*static_cast<std::vector<double>*>(user))[n] += t;
+          };
+          REQUIRE(a.session->execute(in_a, outs_a, &sink).is_ok());
+          REQUIRE(b.session->execute(in_b, outs_b).is_ok());
+          for (int i = 0; i < 3; ++i) {
+            INFO("seq ", seq, " matmul ", i);
+            CHECK(std::memcmp(ya[i].data(), yb[i].data(), ya[i].size() * sizeof(float)) == 0);
+          }
+          kernels::KernelTable t;
+          REQUIRE(kernels::kernel_table_by_name(kern, &t));
+          const kernels::MatmulKernel& mm =
+              t.matmul[static_cast<int>(dtype == ir::DType::kQ4_0   ? kernels::WType::kQ4_0
+                                        : dtype == ir::DType::kQ5_0 ? kernels::WType::kQ5_0
+                                        : dtype == ir::DType::kQ8_0 ? kernels::WType::kQ8_0
+                                                                    : kernels::WType::kQ4_K)];
+          std::vector<double> mm_ms;
+          for (size_t n = 0; n < stacked.nodes.size(); ++n)
+            if (stacked.nodes[n].op == ir::Op::kMatMul) mm_ms.push_back(ms[n]);
+          REQUIRE(mm_ms.size() == 3);
+          const double want = static_cast<double>(mm.packed_bytes(rows[1], k)) /
+                              static_cast<double>(mm.packed_bytes(rows[0], k));
+          const bool split = mm_ms[0] > 0 && std::fabs(mm_ms[1] / mm_ms[0] - want) < 1e-9 * want;
+          CHECK(split == (seq == 1));
+        }
+      }
+  }
 }
 
 hal::BackendInfo fake_info(uint32_t version, const char* name) {
