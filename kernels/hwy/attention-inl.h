@@ -294,11 +294,11 @@ HWY_INLINE void Reduce4Store(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
 #endif
 }
 
-// s[r * kBkDec + j] = q_r . k_j for NR rows (q rows of hd, aligned) and NJ keys: 4, or (Tail)
-// the last 1..3 of a tile. Every key's dot is summed by one Reduce4Store lane, the same tree in
+// s[r * kBkDec + j] = q_r . k_j for NR rows (q rows of hd, aligned) and NJ keys: 4, or the last
+// 1..3 of a tile. Every key's dot is summed by one Reduce4Store lane, the same tree in
 // every lane, so a score does not depend on which keys share its group: a tile that ends
 // elsewhere (a cache with more or fewer empty cells past its last live one) gives the same bits.
-template <int NR, int NJ, bool Tail, class T>
+template <int NR, int NJ, class T>
 HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const T* HWY_RESTRICT k, int64_t ks,
                       float* HWY_RESTRICT s) {
   static_assert(NJ >= 1 && NJ <= 4);
@@ -317,7 +317,7 @@ HWY_INLINE void DecQk(const float* HWY_RESTRICT q, size_t hd, const T* HWY_RESTR
     }
   }
   for (int r = 0; r < NR; ++r) {
-    if constexpr (!Tail) {
+    if constexpr (NJ == 4) {
       Reduce4Store(acc[r][0], acc[r][1], acc[r][2], acc[r][3], s + r * kBkDec);
     } else {  // 4 sums into a temporary: the row's next 3 scores may be past its end
       alignas(16) float t[4];
@@ -1074,10 +1074,10 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
           const float* qr = qs + rb * hd;
           float* sj = ss + rb * kBkDec + j;
           if (nj == 4)
-            Dispatch2<4, 1>(nr, 1, [&]<int NR, int>() { DecQk<NR, 4, false>(qr, hd, kj, ks, sj); });
+            Dispatch2<4, 1>(nr, 1, [&]<int NR, int>() { DecQk<NR, 4>(qr, hd, kj, ks, sj); });
           else
             Dispatch2<4, 3>(nr, static_cast<int>(nj),
-                            [&]<int NR, int NJ>() { DecQk<NR, NJ, true>(qr, hd, kj, ks, sj); });
+                            [&]<int NR, int NJ>() { DecQk<NR, NJ>(qr, hd, kj, ks, sj); });
         }
       }
       j += nj;
