@@ -531,7 +531,7 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
     for (const Packed::Part& part : p.parts) {
       char one[64];
       std::snprintf(one, sizeof one, " %lld@%p", static_cast<long long>(part.n),
-                    g.values[part.weight].data);
+                    static_cast<const void*>(g.values[part.weight].data));
       key.packing += one;
     }
     if (job.scales != nullptr) {
