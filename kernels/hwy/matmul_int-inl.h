@@ -508,8 +508,9 @@ HWY_INLINE void put_qs(uint8_t* panel, const XPanel& lay, int64_t slot, int64_t 
     std::memcpy(panel + e0, src, static_cast<size_t>(bytes));
     return;
   }
-  for (int64_t j = 0; j < bytes; j += 4)
-    std::memcpy(panel + ((e0 + j) / 4 * lay.rows + slot) * 4, src + j, 4);
+  const int64_t step = 4 * lay.rows;  // a local: the stores below may alias lay
+  uint8_t* dst = panel + (e0 / 4 * lay.rows + slot) * 4;
+  for (int64_t j = 0; j < bytes; j += 4, dst += step) std::memcpy(dst, src + j, 4);
 }
 
 // quantize_row_i8 into slot `slot` of `panel`.
@@ -622,14 +623,19 @@ inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t sl
   int32_t* sp = reinterpret_cast<int32_t*>(panel + lay.s_off);
   const int nsub = kQK_K / sub;
   HWY_ALIGN int8_t tmp[kQK_K];
+  const VI lane = hn::Iota(di, 0);  // (Iota goes through memory: not in the loops)
   for (int64_t b = 0; b < k / kQK_K; ++b) {
     const float* xb = x + b * kQK_K;
-    VF vmax = hn::Zero(df);
-    for (int64_t i = 0; i < kQK_K; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+    // amax, and vz = sum of x * 0: NaN iff some x is inf or NaN (then amax is not used).
+    VF vmax = hn::Zero(df), vz = hn::Zero(df);
+    for (int64_t i = 0; i < kQK_K; i += N) {
+      const VF v = hn::LoadU(df, xb + i);
+      vmax = hn::Max(vmax, hn::Abs(v));
+      vz = hn::Add(vz, hn::Mul(v, hn::Zero(df)));
+    }
     const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
     const int64_t at = b * lay.rows + slot;
-    bool finite = true;
-    for (int i = 0; i < kQK_K; ++i) finite = finite && std::isfinite(xb[i]);
+    const bool finite = hn::GetLane(hn::SumOfLanes(df, vz)) == 0.0f;
     if (!finite || amax < kActMinAmax) {  // quant.h's rule: zeros, d = 0 (tiny) or NaN (inf/NaN)
       std::memset(tmp, 0, sizeof tmp);
       put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
@@ -640,27 +646,36 @@ inline void quantize_x_q8k(const float* x, int64_t k, uint8_t* panel, int64_t sl
       continue;
     }
     int64_t first = 0;  // the first value of largest magnitude gives the sign, as in ggml
-    while (std::fabs(xb[first]) != amax) ++first;
+    for (const VF va = hn::Set(df, amax);; first += N) {
+      const intptr_t f = hn::FindFirstTrue(df, hn::Eq(hn::Abs(hn::LoadU(df, xb + first)), va));
+      if (f >= 0) {
+        first += f;
+        break;
+      }
+    }
     const float iscale = -127.0f / xb[first];
     const VF vis = hn::Set(df, iscale);
-    const VI hi = hn::Set(di, 127);
+    const VI hi = hn::Set(di, 127), three = hn::Set(di, 3), two = hn::Set(di, 2);
     for (int j = 0; j < nsub; ++j) {
-      VI vsum = hn::Zero(di);
+      VI vsum = hn::Zero(di), veven = hn::Zero(di);  // veven: elements 4g and 4g + 1
       for (int64_t i = j * sub; i < (j + 1) * sub; i += N) {
         const VI r = hn::Min(nearest_int(hn::Mul(hn::LoadU(df, xb + i), vis)), hi);
         vsum = hn::Add(vsum, r);
+        if (pairs) {
+          const VI e = hn::Add(lane, hn::Set(di, static_cast<int32_t>(i)));  // element index
+          const auto even = hn::Lt(hn::And(e, three), two);
+          veven = hn::Add(veven, hn::IfThenElseZero(even, r));
+        }
         hn::StoreU(hn::DemoteTo(d8, r), d8, tmp + i);
       }
-      ss[(b * nsub + j) * lay.rows + slot] = hn::GetLane(hn::SumOfLanes(di, vsum));
-    }
-    for (int j = 0; pairs && j < nsub; ++j) {
-      int32_t even = 0, odd = 0;
-      for (int i = j * sub; i < (j + 1) * sub; i += 4) {
-        even += tmp[i] + tmp[i + 1];
-        odd += tmp[i + 2] + tmp[i + 3];
+      const int32_t sum = hn::GetLane(hn::SumOfLanes(di, vsum));
+      ss[(b * nsub + j) * lay.rows + slot] = sum;
+      if (pairs) {  // int16 halves: -32 x (the sum of elements 4g, 4g + 1; of 4g + 2, 4g + 3)
+        const int32_t even = hn::GetLane(hn::SumOfLanes(di, veven)), odd = sum - even;
+        sp[(b * nsub + j) * lay.rows + slot] =
+            static_cast<int32_t>((static_cast<uint32_t>(-32 * even) & 0xffffu) |
+                                 (static_cast<uint32_t>(-32 * odd) << 16));
       }
-      sp[(b * nsub + j) * lay.rows + slot] = static_cast<int32_t>(
-          (static_cast<uint32_t>(-32 * even) & 0xffffu) | (static_cast<uint32_t>(-32 * odd) << 16));
     }
     put_qs(panel, lay, slot, b * kQK_K, tmp, kQK_K);
     dd[at] = 1 / iscale;

@@ -714,6 +714,24 @@ TEST_CASE("int matmul: non-finite and tiny activations quantize by quant.h's rul
       CHECK_MESSAGE(std::memcmp(got_q81.data(), want_q81.data(), sizeof(BlockQ8_1) * 3) == 0, name,
                     " q8_1");
     }
+    // q8_K: the special in super-block 0, super-block 1 tiny (or zero).
+    std::vector<float> xk(2 * kQK_K);
+    for (size_t i = 0; i < xk.size(); ++i) xk[i] = 0.25f * static_cast<float>(i % 7) - 0.75f;
+    xk[5] = special;
+    for (size_t i = kQK_K; i < xk.size(); ++i) xk[i] = special == 1e-40f ? 1e-41f : 0.0f;
+    std::vector<BlockQ8_K> want_q8k(2);
+    quantize_row_q8_K(xk.data(), want_q8k.data(), 2 * kQK_K);
+    for (int64_t target : kernel_hwy_targets()) {
+      const std::string name = std::string(kernel_target_name(target)) + " " + what;
+      for (WType type : {WType::kQ4_K, WType::kQ6_K}) {
+        std::vector<BlockQ8_K> got(2);
+        CHECK_MESSAGE(
+            hwy_matmul_int::quantize_act(target, type, xk.data(), 2 * kQK_K, got.data()) == 0.0f,
+            name, " sub-block sums");
+        CHECK_MESSAGE(std::memcmp(got.data(), want_q8k.data(), sizeof(BlockQ8_K) * 2) == 0, name,
+                      " q8_K ", std::string(wtype_name(type)));
+      }
+    }
   }
   // Through whole matmuls: a row holding an inf gives NaN outputs on every path, the other rows
   // the reference's values.
