@@ -436,4 +436,13 @@ LAYA_ROOFLINE(kQ4_0, 576, 1536, 448);  // the K-quants' shape
 // SmolLM2's k / v projection alone, and q / k / v as the CPU backend stacks them (one GEMV).
 LAYA_ROOFLINE(kQ5_0, 192, 576, 2048);
 LAYA_ROOFLINE(kQ5_0, 960, 576, 512);
+// A 7B-class model's matrices (Llama-3-8B: q / o 4096 x 4096, ffn_down 4096 x 14336), where each
+// GEMV is one long stream: the K-quants, and q4_0 / q8_0 beside them.
+LAYA_ROOFLINE(kQ4_K, 4096, 4096, 24);
+LAYA_ROOFLINE(kQ5_K, 4096, 4096, 20);
+LAYA_ROOFLINE(kQ6_K, 4096, 4096, 16);
+LAYA_ROOFLINE(kQ4_K, 4096, 14336, 7);
+LAYA_ROOFLINE(kQ6_K, 4096, 14336, 5);
+LAYA_ROOFLINE(kQ4_0, 4096, 4096, 24);
+LAYA_ROOFLINE(kQ8_0, 4096, 4096, 12);
 #undef LAYA_ROOFLINE
