@@ -5,7 +5,8 @@ table of medians.
 
     /work/refvenv/bin/python bench/decoder_bench.py --laya-run build/tools/laya-run --gguf M.gguf \\
         [--prompt-tokens 128] [--new-tokens 64] [--threads 1,2] [--reps 3] [--kv-types f32,f16]
-        [--no-llamacpp] [--roofline build/bench/laya-bench-kernels]
+        [--no-llamacpp] [--llamacpp-path auto|default|generic]
+        [--roofline build/bench/laya-bench-kernels]
 
 Per repetition each engine starts cold in the same way: ours a fresh `laya-run generate` process
 (load, import, pack, then prefill the prompt in one chunk and decode), llama.cpp a fresh
@@ -16,8 +17,11 @@ decode is new tokens after the first / their time. The prompt is the same ids on
 KV cache type (`laya-run generate --kv-type`, one row each; default f16, laya-run's default and
 llama.cpp's, which keeps its default f16 K / V),
 interleaved with the other engine in every repetition; --no-llamacpp leaves llama.cpp out.
-llama.cpp runs its generic CPU path (reftools.llama_cpp_generic_path: its AMX path dies on our
-Xeons with AMX). The machine may be shared: quote the CPU and say so.
+llama.cpp runs as its users get it (its default CPU path: weights repacked for its AVX2 / AVX-512
+GEMMs where it has them, e.g. Q4_0, Q8_0 and Q4_K on Zen 4) except on a CPU with AMX, where that path
+dies on its first tile instruction (our Xeons) and it runs its generic CPU path instead
+(reftools.llama_cpp_generic_path: no repacked weights); --llamacpp-path forces either, and the
+table's header names the one that ran. The machine may be shared: quote the CPU and say so.
 
 --roofline BENCH adds each decode's share of the memory roofline: weight bytes per token (every
 tensor of the GGUF, less token_embd when an output.weight exists: a tied head reads the whole
@@ -81,11 +85,17 @@ def ours(laya_run, gguf, ids, new, threads, kv_type):
     return len(ids) * 1000.0 / t["prefill_ms"], t["decode_tokens_per_s"]
 
 
+def has_amx():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " amx_tile" in line for line in f)
+    except OSError:
+        return False
+
+
 def llamacpp(gguf, ids, new, threads):
     import llama_cpp
     import numpy as np
-
-    reftools.llama_cpp_generic_path()  # llama.cpp's generic CPU path (its AMX path dies on our Xeons)
 
     ctx = max(512, (len(ids) + new + 511) // 512 * 512)
     llm = llama_cpp.Llama(model_path=gguf, n_ctx=ctx, n_batch=ctx, n_ubatch=ctx,
@@ -114,12 +124,19 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--kv-types", default="f16", help="ours: KV cache types, e.g. f16,f32")
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--llamacpp-path", choices=["auto", "default", "generic"], default="auto",
+                    help="llama.cpp's CPU path: auto = generic on a CPU with AMX, else default")
     ap.add_argument("--roofline", metavar="BENCH", help="laya-bench-kernels: add the roofline column")
     a = ap.parse_args()
     wbytes = weight_bytes_per_token(a.gguf) if a.roofline else 0
     kv_types = a.kv_types.split(",")
     import llama_cpp
 
+    path = a.llamacpp_path
+    if path == "auto":
+        path = "generic" if has_amx() else "default"
+    if path == "generic":
+        reftools.llama_cpp_generic_path()  # before any Llama is made: it wraps the default params
     tok = llama_cpp.Llama(model_path=a.gguf, vocab_only=True, verbose=False)
     ids = tok.tokenize(TEXT.encode(), add_bos=True, special=True)[: a.prompt_tokens]
     del tok
@@ -145,7 +162,7 @@ def main():
                          statistics.median(x[2] for x in r) if a.roofline else None))
     print(f"CPU: {cpu_model()}; {a.gguf.split('/')[-1]}; prompt {len(ids)} tokens in one chunk, "
           f"{a.new_tokens} new tokens; median of {a.reps}; llama-cpp-python "
-          f"{llama_cpp.__version__}\n")
+          f"{llama_cpp.__version__}, its {path} CPU path\n")
     if a.roofline:
         print(f"Roofline: {wbytes / 1e6:.1f} MB of weights per token; the DRAM read figure measured "
               f"after every decode (median of the per-run ratios)\n")
