@@ -18,17 +18,16 @@ writes DIR/wide-L<layers>.f16.gguf and DIR/wide-L<layers>.<TYPE>.gguf (Q4_K_M at
 the F16 source 2.1 GB; about 70 s on 2 cores).
 """
 import argparse
-import ctypes
 import os
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "reference"))
+from check_gguf_conversions import FTYPES, quantize  # noqa: E402  (llama.cpp's quantizer)
+
 D, HEADS, KV_HEADS, FF, ROPE_BASE = 4096, 32, 8, 14336, 500000.0
 HD = D // HEADS
-FTYPES = {"q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M", "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0",
-          "q4_1": "LLAMA_FTYPE_MOSTLY_Q4_1", "q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0",
-          "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K"}
 
 
 def field(r, name):
@@ -101,23 +100,12 @@ def write_f16(path, vocab_src, layers, seed):
     w.close()
 
 
-def quantize(src, dst, name, threads):
-    import llama_cpp
-
-    p = llama_cpp.llama_model_quantize_default_params()
-    p.ftype = getattr(llama_cpp, FTYPES[name])
-    p.nthread = threads
-    rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(p))
-    if rc != 0:
-        raise RuntimeError(f"llama_model_quantize({name}) returned {rc}")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--vocab-from", required=True, help="SmolLM2-135M-Instruct's GGUF")
     ap.add_argument("--out", required=True)
     ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--types", default="q4_k_m,q4_0,q8_0")
+    ap.add_argument("--types", default="q4_k_m,q4_0,q8_0", help=f"of {', '.join(FTYPES)}")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=8)
     a = ap.parse_args()
