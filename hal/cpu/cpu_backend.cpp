@@ -21,6 +21,10 @@ namespace laya::hal {
 namespace cpu {
 namespace {
 
+// Norm weights up to this size are copied (Step::norm_offset): 4 bytes per channel, so every
+// model's; a larger one stays where the graph has it.
+constexpr uint64_t kNormCopyMaxBytes = 64 * 1024;
+
 uint64_t round_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
@@ -84,6 +88,9 @@ struct Step {
   // from reshape
   int64_t rows = 0, dim = 0, count = 0, count_b = 0;
   kernels::AttentionArgs att;  // shapes, strides and flags; pointers bound at execute
+  // rmsnorm / layernorm: their constant weights (inputs 1 and 2), copied into persistent at load
+  // (offset, bytes; bytes 0: read from the graph) (README.md, "Norm weights").
+  uint64_t norm_offset[2] = {0, 0}, norm_bytes[2] = {0, 0};
   // attention: k / v's dtype; kv_write: the state's (f16: rows are rounded on write)
   kernels::KvType kv_type = kernels::KvType::kF32;
 };
@@ -350,6 +357,16 @@ Result<std::unique_ptr<Executable>> CpuBackend::prepare(const Subgraph& sg,
         }
       }
     }
+    if (n.op == ir::Op::kRmsNorm || n.op == ir::Op::kLayerNorm) {
+      for (size_t j = 0; j < 2 && j + 1 < n.inputs.size(); ++j) {
+        if (n.inputs[j + 1] == ir::kNoValue) continue;
+        const ir::Value& w = g.values[n.inputs[j + 1]];
+        if (w.kind != ir::ValueKind::kWeight || w.data == nullptr || w.nbytes > kNormCopyMaxBytes)
+          continue;
+        s.norm_offset[j] = reserve(w.nbytes);
+        s.norm_bytes[j] = w.nbytes;
+      }
+    }
     scratch = std::max(scratch, step_scratch(s, opts.max_extents));
     e->steps.push_back(std::move(s));
   }
@@ -474,6 +491,10 @@ Status CpuBackend::load(Executable& exe, void* persistent, uint64_t bytes) {
     p.data = nullptr;
     p.cached = false;
   }
+  for (const Step& s : e.steps)
+    for (int j = 0; j < 2; ++j)
+      if (s.norm_bytes[j] > 0)
+        std::memcpy(base + s.norm_offset[j], g.values[s.in[j + 1]].data, s.norm_bytes[j]);
   std::vector<float> scales;
   for (Packed& p : e.packed) {
     if (p.stacked_bias) {
@@ -692,6 +713,11 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
   auto i32 = [&](ir::ValueId id) { return static_cast<int32_t*>(v[id].data); };
   auto opt = [&](ir::ValueId id) { return id == ir::kNoValue ? nullptr : f32(id); };
   auto opt_i32 = [&](ir::ValueId id) { return id == ir::kNoValue ? nullptr : i32(id); };
+  auto norm = [&](int i) {  // a norm's input i (1 or 2): its copy in persistent, if it has one
+    return s.norm_bytes[i - 1] > 0
+               ? reinterpret_cast<const float*>(e.persistent + s.norm_offset[i - 1])
+               : f32(s.in[i]);
+  };
   switch (s.op) {
     case ir::Op::kEmbedding: {
       const float* scales =
@@ -720,11 +746,11 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
                     f32(s.in[0]), f32(s.in[1]), f32(s.out), s.count, s.count_b, pool);
       return Status::ok();
     case ir::Op::kLayerNorm:
-      table_.layernorm(f32(s.in[0]), f32(s.in[1]), opt(s.in[2]), f32(s.out), s.rows, s.dim,
-                       s.attrs.eps, pool);
+      table_.layernorm(f32(s.in[0]), norm(1), s.in[2] == ir::kNoValue ? nullptr : norm(2),
+                       f32(s.out), s.rows, s.dim, s.attrs.eps, pool);
       return Status::ok();
     case ir::Op::kRmsNorm:
-      table_.rmsnorm(f32(s.in[0]), f32(s.in[1]), f32(s.out), s.rows, s.dim, s.attrs.eps, pool);
+      table_.rmsnorm(f32(s.in[0]), norm(1), f32(s.out), s.rows, s.dim, s.attrs.eps, pool);
       return Status::ok();
     case ir::Op::kRope: {
       const int32_t hd = s.attrs.head_dim;
