@@ -28,7 +28,8 @@ tensor of the GGUF, less token_embd when an output.weight exists: a tied head re
 table each step, an untied embedding one row) x decode tok/s over the 1-thread DRAM read figure
 of `BENCH --benchmark_filter=BM_machine_peaks` (bench/peak.h), which is measured again right
 after every decode, so each ratio has its own denominator; the column is the median of those
-ratios (issue 8's bar: >= 75% at 1 thread).
+ratios, with their range in parentheses: on a shared host single runs spread by 10-20 points
+(issue 8's bar: >= 75% at 1 thread).
 """
 import argparse
 import json
@@ -157,22 +158,24 @@ def main():
             if not a.no_llamacpp:
                 res["llama.cpp"].append(measured(llamacpp(a.gguf, ids, a.new_tokens, th)))
         for name, r in res.items():
+            roof = [x[2] for x in r] if a.roofline else None
             rows.append((name, th, statistics.median(x[0] for x in r),
                          statistics.median(x[1] for x in r),
-                         statistics.median(x[2] for x in r) if a.roofline else None))
+                         (statistics.median(roof), min(roof), max(roof)) if roof else None))
     print(f"CPU: {cpu_model()}; {a.gguf.split('/')[-1]}; prompt {len(ids)} tokens in one chunk, "
           f"{a.new_tokens} new tokens; median of {a.reps}; llama-cpp-python "
           f"{llama_cpp.__version__}, its {path} CPU path\n")
     if a.roofline:
         print(f"Roofline: {wbytes / 1e6:.1f} MB of weights per token; the DRAM read figure measured "
-              f"after every decode (median of the per-run ratios)\n")
+              f"after every decode (median of the per-run ratios, and their range)\n")
         print("| engine | threads | prompt processing (tok/s) | decode (tok/s) | roofline |")
         print("|---|---|---|---|---|")
     else:
         print("| engine | threads | prompt processing (tok/s) | decode (tok/s) |")
         print("|---|---|---|---|")
     for name, th, pp, dec, roof in rows:
-        tail = f" {100 * roof:.0f}% |" if a.roofline else ""
+        tail = (f" {100 * roof[0]:.0f}% ({100 * roof[1]:.0f}-{100 * roof[2]:.0f}) |"
+                if a.roofline else "")
         print(f"| {name} | {th} | {pp:.1f} | {dec:.1f} |{tail}")
 
 
