@@ -6,16 +6,17 @@
 //                    [--kernels auto|ref|AVX2|...] [--profile 1] [--serve 1]
 //
 // Prints the machine peaks (bench/peak.h) as one JSON line, then one JSON line per (threads,
-// tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "cpu_ms": [...], "gflop"}
-// ("cpu_ms": the process's CPU time of each run, every thread); "gflop" is the
+// tokens): {"engine", "tokens", "threads", "ms": [...], "median_ms", "cpu_ms": [...], "gflop",
+// "gflop_executed"} ("cpu_ms": the process's CPU time of each run, every thread); "gflop" is the
 // network's work at that length (matmuls, plus attention over the keys each query sees: every
 // key of its row in global and head layers, |i - j| <= window in sliding ones), the same count
-// bench/laya_encoder_bench.py uses for every engine. --profile 1 adds, on stderr, the time per op
+// bench/laya_encoder_bench.py uses for every engine; "gflop_executed" what this graph computes
+// (less since the head's last layer runs on the answer rows alone: head_rows_only). --profile 1 adds, on stderr, the time per op
 // type of one extra (untimed) run per shape.
 //
 // --serve 1 (the interleaved driver's mode; one --threads value): after the peaks line, reads one
 // token count per line on stdin and answers each with one JSON line of one timed run,
-// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "cpu_ms": [x], "gflop"}; the caller
+// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "cpu_ms": [x], "gflop", ...}; the caller
 // sends its own warm-up runs. Ends at end of input.
 #include <algorithm>
 #include <chrono>
@@ -52,8 +53,19 @@ std::string property(const ir::Graph& g, const std::string& key) {
   return "";
 }
 
-// Multiply-adds x 2 of one row of T tokens with `markers` options (see the header).
-double network_flops(const ir::Graph& g, int64_t t, int64_t markers) {
+// True when the graph runs its head's last layer only on the rows the answers read (the markers
+// and each row's first token; frontends/laya.cpp), as laya-convert has since 2026-12-02.
+bool head_rows_only(const ir::Graph& g) {
+  const std::string name =
+      "head" + std::to_string(g.meta.decision.head_layers - 1) + ".linear1.markers";
+  for (const ir::Node& n : g.nodes)
+    if (n.name == name) return true;
+  return false;
+}
+
+// Multiply-adds x 2 of one row of T tokens with `markers` options (see the header): the network's
+// work, or with `executed` what this graph computes (less when head_rows_only).
+double network_flops(const ir::Graph& g, int64_t t, int64_t markers, bool executed) {
   const double d = std::atof(property(g, "encoder.hidden_size").c_str());
   const double f = std::atof(property(g, "encoder.intermediate_size").c_str());
   const std::string types = property(g, "encoder.layer_types");
@@ -71,6 +83,13 @@ double network_flops(const ir::Graph& g, int64_t t, int64_t markers) {
   }
   const int head_layers = g.meta.decision.head_layers;
   flops += head_layers * (2 * td * d * (12 * d) + 4 * d * td * td);
+  if (executed && head_layers > 0 && head_rows_only(g)) {
+    // The last layer: q, k, v of every token; attention, out_proj and the feed-forward (9 d^2
+    // multiply-adds per row) on the markers + 1 rows only.
+    const double rows = static_cast<double>(markers + 1);
+    flops -= 2 * td * d * (12 * d) + 4 * d * td * td;
+    flops += 2 * td * d * (3 * d) + 4 * d * rows * td + 2 * rows * d * (9 * d);
+  }
   flops += static_cast<double>(markers) * 2 * (d * d + d);  // scorer
   flops += 2 * ((d + 4) * 256 + 256 * 2);                   // act head
   return flops;
@@ -253,9 +272,9 @@ int main(int argc, char** argv) {
       for (double v : cpu_ms) cpu_list += (cpu_list.empty() ? "" : ", ") + std::to_string(v);
       std::printf(
           "{\"engine\": \"%s\", \"tokens\": %d, \"threads\": %d, \"ms\": [%s], \"median_ms\": "
-          "%.3f, \"cpu_ms\": [%s], \"gflop\": %.3f}\n",
+          "%.3f, \"cpu_ms\": [%s], \"gflop\": %.3f, \"gflop_executed\": %.3f}\n",
           label.c_str(), t, th, list.c_str(), sorted[sorted.size() / 2], cpu_list.c_str(),
-          network_flops(*g, t, k) * 1e-9);
+          network_flops(*g, t, k, false) * 1e-9, network_flops(*g, t, k, true) * 1e-9);
       std::fflush(stdout);
     }
   }

@@ -139,7 +139,6 @@ Result<ir::Graph> import_laya(const std::string& dir, const ImportOptions& opts)
   const ir::ValueId pooled_rows = b.segment_mean(enc, in.row_start, "embeddings");
 
   // The decision head (DecisionModel.forward), all in f32 activations.
-  const std::vector<int64_t> vec{d};
   auto vector = [&](const std::string& name, int64_t n) {
     return w.take(b, name, {n}, WeightRole::kVector);
   };
@@ -149,11 +148,20 @@ Result<ir::Graph> import_laya(const std::string& dir, const ImportOptions& opts)
     LAYA_ASSIGN_OR_RETURN(ir::ValueId beta, vector(p + ".bias", d));
     return b.layernorm(x, g, beta, 1e-5f, node);
   };
+  struct Linear {
+    ir::ValueId w = ir::kNoValue, b = ir::kNoValue;
+  };
+  auto linear_weights = [&](const std::string& weight, const std::string& bias, int64_t n,
+                            int64_t k) -> Result<Linear> {
+    Linear l;
+    LAYA_ASSIGN_OR_RETURN(l.w, w.take(b, weight, {n, k}, WeightRole::kMatrix));
+    LAYA_ASSIGN_OR_RETURN(l.b, vector(bias, n));
+    return l;
+  };
   auto linear = [&](ir::ValueId x, const std::string& weight, const std::string& bias, int64_t n,
                     int64_t k, const std::string& node) -> Result<ir::ValueId> {
-    LAYA_ASSIGN_OR_RETURN(ir::ValueId wt, w.take(b, weight, {n, k}, WeightRole::kMatrix));
-    LAYA_ASSIGN_OR_RETURN(ir::ValueId bv, vector(bias, n));
-    return b.matmul(x, wt, bv, node);
+    LAYA_ASSIGN_OR_RETURN(const Linear l, linear_weights(weight, bias, n, k));
+    return b.matmul(x, l.w, l.b, node);
   };
 
   LAYA_ASSIGN_OR_RETURN(ir::ValueId type_table,
@@ -164,6 +172,17 @@ Result<ir::Graph> import_laya(const std::string& dir, const ImportOptions& opts)
     return status_error(StatusCode::kInvalidArgument,
                         "%s: hidden size %lld is not divisible by the head's %lld attention heads",
                         enc_path.c_str(), static_cast<long long>(d), static_cast<long long>(nhead));
+  ir::Attrs attn;
+  attn.n_heads = attn.n_kv_heads = static_cast<int32_t>(nhead);
+  attn.head_dim = static_cast<int32_t>(d / nhead);
+  attn.window = -1;
+  // Only two kinds of rows leave the head: the option markers (the scorer) and each row's first
+  // token (the act head). So its last layer runs, after the keys and values of every token, on
+  // those rows alone: `markers` [R, K] and the row starts as [R, 1] (two query sets, since rows of
+  // symbolic counts cannot be concatenated). Each set's queries attend the shared keys [1, T, D]
+  // under their own rows' sequence ids, so every output row is what the full layer gives there.
+  const ir::ValueId start_idx = b.reshape(in.row_start, {-1, 1}, "head.start_rows");
+  ir::ValueId m = ir::kNoValue, first = ir::kNoValue;  // [R, K, D], [R, 1, D]
   for (int64_t l = 0; l < ac.head_layers; ++l) {
     const std::string p = "head.layers." + std::to_string(l) + ".";
     const std::string n = "head" + std::to_string(l) + ".";
@@ -173,23 +192,53 @@ Result<ir::Graph> import_laya(const std::string& dir, const ImportOptions& opts)
                                  3 * d, d, n + "in_proj"));
     const std::vector<ir::ValueId> parts = b.split(qkv, {d, d, d}, n + "qkv_split");
     if (parts.size() != 3) return b.status();
-    const ir::ValueId a =
-        packed_attention(b, in, parts[0], parts[1], parts[2], static_cast<int32_t>(nhead),
-                         static_cast<int32_t>(d / nhead), -1, n + "attn");
     LAYA_ASSIGN_OR_RETURN(
-        ir::ValueId o, linear(a, p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias", d,
-                              d, n + "out_proj"));
-    h = b.add(h, o, n + "attn_residual");
-    LAYA_ASSIGN_OR_RETURN(y, layernorm(h, p + "norm2", n + "norm2"));
-    LAYA_ASSIGN_OR_RETURN(ir::ValueId f1, linear(y, p + "linear1.weight", p + "linear1.bias", 4 * d,
-                                                 d, n + "linear1"));
-    LAYA_ASSIGN_OR_RETURN(ir::ValueId f2, linear(b.relu(f1, n + "relu"), p + "linear2.weight",
-                                                 p + "linear2.bias", d, 4 * d, n + "linear2"));
-    h = b.add(h, f2, n + "ffn_residual");
+        const Linear out_proj,
+        linear_weights(p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias", d, d));
+    LAYA_ASSIGN_OR_RETURN(ir::ValueId norm2_g, vector(p + "norm2.weight", d));
+    LAYA_ASSIGN_OR_RETURN(ir::ValueId norm2_b, vector(p + "norm2.bias", d));
+    LAYA_ASSIGN_OR_RETURN(const Linear linear1,
+                          linear_weights(p + "linear1.weight", p + "linear1.bias", 4 * d, d));
+    LAYA_ASSIGN_OR_RETURN(const Linear linear2,
+                          linear_weights(p + "linear2.weight", p + "linear2.bias", d, 4 * d));
+    // Attention output -> out_proj, residual, norm2, feed-forward, residual (norm_first layers).
+    auto rest = [&](ir::ValueId x, ir::ValueId a, const std::string& s) {
+      x = b.add(x, b.matmul(a, out_proj.w, out_proj.b, n + "out_proj" + s),
+                n + "attn_residual" + s);
+      const ir::ValueId z = b.layernorm(x, norm2_g, norm2_b, 1e-5f, n + "norm2" + s);
+      const ir::ValueId f1 = b.matmul(z, linear1.w, linear1.b, n + "linear1" + s);
+      const ir::ValueId f2 =
+          b.matmul(b.relu(f1, n + "relu" + s), linear2.w, linear2.b, n + "linear2" + s);
+      return b.add(x, f2, n + "ffn_residual" + s);
+    };
+    if (l + 1 < ac.head_layers) {
+      h = rest(h,
+               packed_attention(b, in, parts[0], parts[1], parts[2], attn.n_heads, attn.head_dim,
+                                -1, n + "attn"),
+               "");
+      continue;
+    }
+    const ir::ValueId pos_col = b.reshape(in.pos, {1, -2, 1}, n + "pos_col");
+    const ir::ValueId seq_col = b.reshape(in.seq, {1, -2, 1}, n + "seq_col");
+    auto rows_of = [&](ir::ValueId idx, const std::string& s) {
+      const ir::ValueId q_pos = b.reshape(b.gather(pos_col, idx, n + "q_pos" + s), {-1, -2},
+                                          n + "q_pos" + s + ".squeeze");
+      const ir::ValueId q_seq = b.reshape(b.gather(seq_col, idx, n + "q_seq" + s), {-1, -2},
+                                          n + "q_seq" + s + ".squeeze");
+      const ir::ValueId a =
+          b.attention(b.gather(parts[0], idx, n + "q" + s), parts[1], parts[2], ir::kNoValue,
+                      {q_pos, in.pos, q_seq, in.seq}, attn, n + "attn" + s);
+      return rest(b.gather(h, idx, n + "rows" + s), a, s);
+    };
+    m = rows_of(markers, ".markers");
+    first = rows_of(start_idx, ".first");
+  }
+  if (ac.head_layers == 0) {
+    m = b.gather(h, markers, "markers");
+    first = b.gather(h, start_idx, "first_rows");
   }
 
   // Scorer over the marker rows; empty slots get -1e4.
-  const ir::ValueId m = b.gather(h, markers, "markers");
   LAYA_ASSIGN_OR_RETURN(ir::ValueId s, layernorm(m, "scorer.0", "scorer.norm"));
   LAYA_ASSIGN_OR_RETURN(s, linear(s, "scorer.1.weight", "scorer.1.bias", d, d, "scorer.linear1"));
   s = b.gelu(s, ir::ActKind::kGeluErf, "scorer.gelu");
@@ -200,7 +249,7 @@ Result<ir::Graph> import_laya(const std::string& dir, const ImportOptions& opts)
   // Act head: [h at the row's first token, features of softmax(logits)].
   const ir::ValueId feats = b.act_features(logits, valid, "act.features");
   const ir::ValueId act_in =
-      b.concat({b.gather(h, in.row_start, "act.pooled"), feats}, "act.input");
+      b.concat({b.reshape(first, {-1, d}, "act.pooled"), feats}, "act.input");
   LAYA_ASSIGN_OR_RETURN(ir::ValueId act, linear(act_in, "act_head.0.weight", "act_head.0.bias", 256,
                                                 d + 4, "act.linear1"));
   act = b.gelu(act, ir::ActKind::kGeluErf, "act.gelu");

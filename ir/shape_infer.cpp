@@ -29,6 +29,14 @@ struct Ctx {
                                                       dtype_name(dt));
     return Status::ok();
   }
+  // f32 data or i32 indices: the ops that only move 4-byte elements (gather, reshape).
+  Status want_f32_or_i32(size_t i, const char* role) const {
+    if (in(i).dtype != DType::kF32 && in(i).dtype != DType::kI32)
+      return err(StatusCode::kGraphDtypeMismatch, std::string(role) + " '" + in(i).name + "' is " +
+                                                      dtype_name(in(i).dtype) +
+                                                      ", expected f32 or i32");
+    return Status::ok();
+  }
   Status want_rank(size_t i, int lo, int hi, const char* role) const {
     const int r = in(i).shape.rank;
     if (r < lo || r > hi)
@@ -373,7 +381,8 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       return Status::ok();
     }
     case Op::kGather: {
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_f32_or_i32(0, "x"));
+      o.dtype = c.in(0).dtype;
       LAYA_RETURN_IF_ERROR(c.want_rank(0, 1, kMaxRank, "x"));
       LAYA_RETURN_IF_ERROR(c.want_dtype(1, DType::kI32, "idx"));
       LAYA_RETURN_IF_ERROR(c.want_rank(1, 0, kMaxRank - 1, "idx"));
@@ -403,7 +412,8 @@ Status infer_node(const Graph& g, const Node& n, std::vector<InferredOutput>* ou
       return Status::ok();
     }
     case Op::kReshape: {
-      LAYA_RETURN_IF_ERROR(c.want_dtype(0, DType::kF32, "x"));
+      LAYA_RETURN_IF_ERROR(c.want_f32_or_i32(0, "x"));
+      o.dtype = c.in(0).dtype;
       const Shape& x = c.in(0).shape;
       if (a.sizes.empty() || a.sizes.size() > static_cast<size_t>(kMaxRank))
         return c.err(StatusCode::kGraphBadAttribute, "sizes has " + std::to_string(a.sizes.size()) +

@@ -170,7 +170,8 @@ struct KernelTable {
 
   // out[i, :] = table row ids[i], dequantized to f32. `table` is [vocab, dim] of `type` (i8 with
   // `scales[vocab]`, else scales null). Returns the index of the first id outside [0, vocab) (out
-  // is then unspecified), or -1 when all ids are valid. This is the one execute-time check.
+  // is then unspecified), or -1 when all ids are valid. This is the one execute-time check. kF32
+  // rows are copied bytewise, so the gather op also moves i32 rows through it.
   int64_t (*embedding)(WType type, const void* table, const float* scales, int64_t vocab,
                        int64_t dim, const int32_t* ids, int64_t n, float* out,
                        const ThreadPool* pool) = nullptr;

@@ -284,10 +284,12 @@ Status CpuBackend::supports(const ir::Graph& g, const ir::Node& n,
     case ir::Op::kSilu:
     case ir::Op::kRelu:
     case ir::Op::kSoftmax:
-    case ir::Op::kSplit:
     case ir::Op::kGather:
-    case ir::Op::kConcat:
     case ir::Op::kReshape:
+      // They move 4-byte elements: f32 data, or i32 positions / sequence ids.
+      return dtype_is(0, ir::DType::kI32) ? want_f32(1) : want_f32(0);
+    case ir::Op::kSplit:
+    case ir::Op::kConcat:
     case ir::Op::kMaskedFill:
     case ir::Op::kSegmentMean:
     case ir::Op::kActFeatures:
@@ -810,8 +812,10 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
     }
     case ir::Op::kGather: {
       const int32_t* idx = i32(s.in[1]);
-      const int64_t bad = table_.embedding(kernels::WType::kF32, f32(s.in[0]), nullptr, s.rows,
-                                           s.dim, idx, s.count, f32(s.out), pool);
+      // f32 or i32 rows (the shape rules allow both): the same 4-byte copies.
+      const int64_t bad =
+          table_.embedding(kernels::WType::kF32, v[s.in[0]].data, nullptr, s.rows, s.dim, idx,
+                           s.count, static_cast<float*>(v[s.out].data), pool);
       if (bad >= 0)
         return status_error(StatusCode::kIndexOutOfRange,
                             "gather '%s' (node %u): index %d at position %lld is outside [0, %lld)",
@@ -832,8 +836,8 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
       }
       return Status::ok();
     }
-    case ir::Op::kReshape:
-      std::memcpy(f32(s.out), f32(s.in[0]), static_cast<size_t>(s.count) * sizeof(float));
+    case ir::Op::kReshape:  // f32 or i32: 4-byte elements either way
+      std::memcpy(v[s.out].data, v[s.in[0]].data, static_cast<size_t>(s.count) * sizeof(float));
       return Status::ok();
     case ir::Op::kMaskedFill:
       table_.masked_fill(f32(s.in[0]), i32(s.in[1]), s.attrs.value, f32(s.out), s.count, pool);

@@ -899,9 +899,12 @@ TEST_CASE("gather: rows of x at idx -> [idx..., D]") {
   const ValueId one = f.in("one", Shape::of({f.B()}), DType::kI32);
   const ValueId g1 = f.b.gather(h, idx);
   const ValueId g2 = f.b.gather(h, one);
+  // i32 rows (positions, sequence ids) keep their dtype.
+  const ValueId g3 = f.b.gather(f.in("pos", Shape::of({f.F(1), f.S(), f.F(1)}), DType::kI32), idx);
   const Graph g = f.done();
   check_type(g, g1, DType::kF32, Shape::of({f.B(), Dim::sym(f.d), f.F(16)}));
   check_type(g, g2, DType::kF32, Shape::of({f.B(), f.F(16)}));
+  check_type(g, g3, DType::kI32, Shape::of({f.B(), Dim::sym(f.d), f.F(1)}));
 }
 
 TEST_CASE("gather errors") {
@@ -912,9 +915,9 @@ TEST_CASE("gather errors") {
   }
   {
     Fx f;
-    f.b.gather(f.in("x", Shape::fixed({4, 8}), DType::kI32),
+    f.b.gather(f.in("x", Shape::fixed({4, 8}), DType::kF16),
                f.in("i", Shape::fixed({2}), DType::kI32), "bad");
-    CHECK_BAD(f, "gather", StatusCode::kGraphDtypeMismatch, "x 'x' is i32");
+    CHECK_BAD(f, "gather", StatusCode::kGraphDtypeMismatch, "x 'x' is f16, expected f32 or i32");
   }
   {
     Fx f;
@@ -975,10 +978,12 @@ TEST_CASE("reshape: copy symbolic dims in order, fixed products equal") {
   const ValueId h = f.in("h", Shape::of({f.F(1), f.S(), f.F(6)}));
   const ValueId z = f.b.reshape(h, {-2, 2, 3});
   const ValueId w = f.b.reshape(f.in("w", Shape::fixed({2, 6})), {3, 4});
+  const ValueId p = f.b.reshape(f.in("p", Shape::of({f.F(1), f.S()}), DType::kI32), {1, -2, 1});
   const Graph g = f.done();
   check_type(g, y, DType::kF32, Shape::of({f.B(), f.S()}));
   check_type(g, z, DType::kF32, Shape::of({f.S(), f.F(2), f.F(3)}));
   check_type(g, w, DType::kF32, Shape::fixed({3, 4}));
+  check_type(g, p, DType::kI32, Shape::of({f.F(1), f.S(), f.F(1)}));
 }
 
 TEST_CASE("reshape errors") {
@@ -995,6 +1000,9 @@ TEST_CASE("reshape errors") {
   run({-1, -2, -4}, StatusCode::kGraphBadAttribute, "neither positive");
   run({}, StatusCode::kGraphBadAttribute, "0 dims");
   run({-1, -2, 1, 1, 1, 1, 6}, StatusCode::kGraphBadAttribute, "7 dims");
+  Fx f;
+  f.b.reshape(f.in("x", Shape::fixed({2, 6}), DType::kF16), {12}, "bad");
+  CHECK_BAD(f, "reshape", StatusCode::kGraphDtypeMismatch, "x 'x' is f16, expected f32 or i32");
 }
 
 TEST_CASE("masked_fill, segment_mean, act_features") {

@@ -1,6 +1,7 @@
 // The data-movement and decision-head ops (gather, concat, reshape, masked_fill, segment_mean,
 // act_features) through a CPU session, against values computed here from their definitions in
-// ir/ops.inc; the execute-time index checks; sessions refusing deferred weights.
+// ir/ops.inc (gather and reshape of f32 and of i32 rows); the execute-time index checks; sessions
+// refusing deferred weights.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -143,6 +144,38 @@ TEST_CASE("head ops: indices read from tensors are checked at execute") {
   CHECK(run(*r.session, c, &cat, &logits, &feats).code() == StatusCode::kIndexOutOfRange);
   c = make_case();
   REQUIRE(run(*r.session, c, &cat, &logits, &feats).is_ok());  // still usable
+}
+
+TEST_CASE("head ops: gather and reshape move i32 rows (positions, sequence ids) unchanged") {
+  // seq [1, T] -> [1, T, 1] -> gather at idx [R, K] -> [R, K, 1] -> [R, K]: the decision head's
+  // sequence ids of its query rows.
+  GraphBuilder b;
+  const int t = b.symbol("tokens", 1, 64);
+  const int r = b.symbol("rows", 1, 8);
+  const int k = b.symbol("options", 1, 16);
+  const ValueId seq = b.input("seq", DType::kI32, Shape::of({Dim::fixed(1), Dim::sym(t)}));
+  const ValueId idx = b.input("idx", DType::kI32, Shape::of({Dim::sym(r), Dim::sym(k)}));
+  const ValueId col = b.reshape(seq, {1, -2, 1}, "col");
+  b.output(b.reshape(b.gather(col, idx, "gather"), {-1, -2}, "squeeze"), "out");
+  Result<Graph> g = std::move(b).finish();
+  REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+  REQUIRE(g->values[g->outputs[0]].dtype == DType::kI32);
+  const std::vector<int32_t> seq_v = {0, 0, 0, 1, 1, -7, 2, 2147483647};  // any bit pattern
+  for (const char* kernels : {"ref", "auto"}) {
+    CAPTURE(kernels);
+    test::TinyRun run = test::make_run(*g, test::cpu_options(kernels, 2));
+    const int64_t sym[3] = {8, 2, 3};
+    REQUIRE(run.session->reshape(sym).is_ok());
+    std::vector<int32_t> idx_v = {7, 0, 3, 5, 6, 2}, out(6, 0);
+    const void* in[2] = {seq_v.data(), idx_v.data()};
+    void* outs[1] = {out.data()};
+    Status st = run.session->execute(in, outs);
+    REQUIRE_MESSAGE(st.is_ok(), st.to_string());
+    for (size_t i = 0; i < idx_v.size(); ++i) CHECK(out[i] == seq_v[static_cast<size_t>(idx_v[i])]);
+    idx_v[4] = 8;  // one past the last token
+    st = run.session->execute(in, outs);
+    CHECK(st.code() == StatusCode::kIndexOutOfRange);
+  }
 }
 
 namespace {
