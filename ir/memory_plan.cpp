@@ -16,8 +16,22 @@ bool live_together(const MemoryPlan& p, ValueId a, ValueId b) {
 
 }  // namespace
 
-MemoryPlan memory_plan(const Graph& g, const std::vector<uint64_t>& bytes, uint64_t align) {
+MemoryPlan memory_plan(const Graph& g, const std::vector<uint64_t>& bytes, uint64_t align,
+                       std::span<const NodeId> run_order) {
   const size_t nv = g.values.size();
+  // Each node's first and last step in the run order (graph order when none is given).
+  std::vector<NodeId> step_first(g.nodes.size()), step_last(g.nodes.size());
+  if (run_order.empty()) {
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      step_first[n] = step_last[n] = static_cast<NodeId>(n);
+  } else {
+    std::fill(step_first.begin(), step_first.end(), kNoNode);
+    for (size_t i = 0; i < run_order.size(); ++i) {
+      const NodeId n = run_order[i];
+      if (step_first[n] == kNoNode) step_first[n] = static_cast<NodeId>(i);
+      step_last[n] = static_cast<NodeId>(i);
+    }
+  }
   MemoryPlan p;
   p.offset.assign(nv, kNotPlanned);
   p.size.assign(nv, 0);
@@ -33,15 +47,14 @@ MemoryPlan memory_plan(const Graph& g, const std::vector<uint64_t>& bytes, uint6
     if (val.kind != ValueKind::kActivation || is_output[v] ||
         aliased_state(g, static_cast<ValueId>(v)) != kNoValue)
       continue;
-    p.first[v] = p.last[v] = val.producer;
+    p.first[v] = p.last[v] = step_first[val.producer];
     p.size[v] = round_up(std::max<uint64_t>(bytes[v], 1), align);
     p.unshared_bytes += p.size[v];
     planned.push_back(static_cast<ValueId>(v));
   }
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (ValueId in : g.nodes[n].inputs)
-      if (in != kNoValue && p.size[in] != 0)
-        p.last[in] = std::max<NodeId>(p.last[in], static_cast<NodeId>(n));
+      if (in != kNoValue && p.size[in] != 0) p.last[in] = std::max(p.last[in], step_last[n]);
 
   std::sort(planned.begin(), planned.end(), [&](ValueId a, ValueId b) {
     if (p.size[a] != p.size[b]) return p.size[a] > p.size[b];

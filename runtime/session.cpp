@@ -130,7 +130,36 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
                           "more than %zu shape buckets; give fewer bucket_bounds", kMaxBuckets);
     s->bounds_.push_back(std::move(b));
   }
+  // Largest extents of every value (symbols at their bounds), for placement and scratch sizes.
   const size_t nv = g.values.size();
+  std::vector<ir::Extents> max_ext(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    const ir::Shape& sh = g.values[v].shape;
+    max_ext[v].rank = sh.rank;
+    for (int i = 0; i < sh.rank; ++i) max_ext[v].d[i] = ir::dim_max(sh.dims[i], s->symbols_);
+  }
+
+  LAYA_ASSIGN_OR_RETURN(Schedule plan, schedule(g, sched, fallback, max_ext.data(), opts.schedule));
+  s->placement_.resize(g.nodes.size());
+  for (size_t id = 0; id < g.nodes.size(); ++id) {
+    s->placement_[id].backend = sched[plan.backend_of[id]].name;
+    s->placement_[id].fallback_reason = plan.reason[id];
+    s->placement_[id].parts = plan.parts[id];
+  }
+  // The nodes as they will run: activation lifetimes follow this order, not the graph's (the
+  // scheduler moves independent work into a backend's call ahead of a fallback node).
+  std::vector<ir::NodeId> run_order;
+  std::vector<uint8_t> runs(g.nodes.size(), 0);
+  for (const Schedule::Exe& pe : plan.executables)
+    for (ir::NodeId id : pe.sg.nodes) {
+      run_order.push_back(id);
+      runs[id] = 1;
+    }
+  for (size_t id = 0; id < g.nodes.size(); ++id)
+    if (!runs[id])
+      return status_error(StatusCode::kInternal, "the schedule leaves node %zu '%s' out", id,
+                          g.nodes[id].name.c_str());
+
   std::vector<uint64_t> bytes(nv);
   std::vector<ir::Symbol> range = s->symbols_;  // the bucket's symbol ranges
   std::vector<std::vector<ir::Extents>> bucket_ext(n_buckets, std::vector<ir::Extents>(nv));
@@ -166,25 +195,9 @@ Result<std::unique_ptr<Session>> Session::prepare(const ir::Graph& graph,
                             bi, ull(kMaxBucketBytes));
       if (val.kind == ir::ValueKind::kActivation) bytes[v] = b;
     }
-    bucket.plan = ir::memory_plan(g, bytes, kRegionAlign);
+    bucket.plan = ir::memory_plan(g, bytes, kRegionAlign, run_order);
     s->req_.activation_bytes = std::max(s->req_.activation_bytes, bucket.plan.arena_bytes);
     s->buckets_.push_back(std::move(bucket));
-  }
-
-  // Largest extents of every value (symbols at their bounds), for placement and scratch sizes.
-  std::vector<ir::Extents> max_ext(nv);
-  for (size_t v = 0; v < nv; ++v) {
-    const ir::Shape& sh = g.values[v].shape;
-    max_ext[v].rank = sh.rank;
-    for (int i = 0; i < sh.rank; ++i) max_ext[v].d[i] = ir::dim_max(sh.dims[i], s->symbols_);
-  }
-
-  LAYA_ASSIGN_OR_RETURN(Schedule plan, schedule(g, sched, fallback, max_ext.data(), opts.schedule));
-  s->placement_.resize(g.nodes.size());
-  for (size_t id = 0; id < g.nodes.size(); ++id) {
-    s->placement_[id].backend = sched[plan.backend_of[id]].name;
-    s->placement_[id].fallback_reason = plan.reason[id];
-    s->placement_[id].parts = plan.parts[id];
   }
 
   // Executables, in run order.

@@ -189,6 +189,39 @@ TEST_CASE("memory plan: a value read by a late node stays live until then") {
   CHECK(q.arena_bytes == 2 * 1024);
 }
 
+TEST_CASE("memory plan: lifetimes follow the run order, not the graph order") {
+  // a = relu(x) (node 0) is read by node 1 only; u = relu(x) (node 2) is independent of both. In
+  // graph order a and u may share bytes; a scheduler that runs node 2 before node 1 (independent
+  // work joined into one backend's call ahead of a fallback node) needs them apart.
+  GraphBuilder b;
+  const ValueId x = b.input("x", DType::kF32, Shape::fixed({256}));
+  const ValueId a = b.relu(x, "a");    // node 0
+  const ValueId y = b.relu(a, "y");    // node 1
+  const ValueId u = b.relu(x, "u");    // node 2
+  const ValueId z = b.add(y, u, "z");  // node 3
+  b.output(z);
+  Result<Graph> g = std::move(b).finish();
+  REQUIRE(g.is_ok());
+  const std::vector<uint64_t> bytes = bytes_at_max(*g);
+  const MemoryPlan in_graph_order = memory_plan(*g, bytes, 64);
+  CHECK(in_graph_order.offset[a] == in_graph_order.offset[u]);  // a is dead when u is made
+  const std::vector<NodeId> order = {0, 2, 1, 3};
+  const MemoryPlan p = memory_plan(*g, bytes, 64, order);
+  CHECK(p.first[a] == 0);
+  CHECK(p.last[a] == 2);  // read at step 2 (node 1)
+  CHECK(p.first[u] == 1);
+  CHECK(p.last[u] == 3);
+  CHECK((p.offset[a] + 1024 <= p.offset[u] || p.offset[u] + 1024 <= p.offset[a]));
+  CHECK(memory_plan_check(*g, p, bytes, 64).is_ok());
+  // A node split into parts appears once per part: live from its first part to its last reader.
+  const std::vector<NodeId> parts = {0, 0, 2, 1, 1, 3};
+  const MemoryPlan q = memory_plan(*g, bytes, 64, parts);
+  CHECK(q.first[a] == 0);
+  CHECK(q.last[a] == 4);
+  CHECK(q.first[y] == 3);
+  CHECK(q.last[y] == 5);
+}
+
 TEST_CASE("memory plan: all outputs of a node are live together, even unread ones") {
   GraphBuilder b;
   const ValueId x = b.input("x", DType::kF32, Shape::fixed({2, 96}));
