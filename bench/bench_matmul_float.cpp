@@ -4,7 +4,8 @@
 //    bf16 GEMMs without AMX: the products run on f32 FMAs), of the vdpbf16ps peak (bf16 GEMV on
 //    AVX512-BF16) or of the tdpbf16ps peak (bf16 GEMMs on AMX; bf16_no_amx runs the same shapes
 //    on the kernels a CPU without AMX takes). 256 x 1024 x
-//    5248 and 256 x 2624 x 1024 are ModernBERT-large's MLP at 256 tokens.
+//    5248 and 256 x 2624 x 1024 are ModernBERT-large's MLP at 256 tokens; 128 x 1024 x 5248 /
+//    1024 / 3072 its Wi, Wo and Wqkv at 128 tokens (1 and 2 threads: the split over workers).
 //    With 2 threads the % is of twice the 1-core peak.
 //  - GEMV from DRAM: 4 weight matrices of 64 MiB each (256 MiB > the 32 MiB L3), cycled, 2 MiB
 //    pages: GB/s of packed weights read and % of the (1-core) DRAM read peak.
@@ -176,6 +177,15 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
       ->Args({512, 512, 512, 2})       \
       ->Args({128, 576, 1536, 2})      \
       ->Args({1, 576, 1536, 2})        \
+      ->Args({128, 1024, 5248, 1})     \
+      ->Args({128, 1024, 5248, 2})     \
+      ->Args({128, 1024, 1024, 1})     \
+      ->Args({128, 1024, 1024, 2})     \
+      ->Args({128, 1024, 3072, 1})     \
+      ->Args({128, 1024, 3072, 2})     \
+      ->Args({256, 1024, 5248, 2})     \
+      ->Args({512, 1024, 1024, 2})     \
+      ->Args({512, 2624, 1024, 2})     \
       ->Unit(benchmark::kMicrosecond)  \
       ->MeasureProcessCPUTime()        \
       ->UseRealTime()
