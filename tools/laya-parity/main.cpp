@@ -1,7 +1,7 @@
 // laya-parity: the imported Laya network against the upstream SDK's recorded forwards, per weight
 // format, and each reduced-precision format against the first one (normally f32).
 //
-//   laya-parity CHECKPOINT [--cases FILE] [--dtype f32,bf16,int8] [--head-dtype D]
+//   laya-parity CHECKPOINT [--cases FILE] [--dtype f32,bf16,int8[@ax8850[-f32]]] [--head-dtype D]
 //               [--override PATTERN=D]... [--threads N] [--kernels K]
 //               [--int8-activations f32|i8] [--check]
 //
@@ -14,6 +14,9 @@
 // first format and max |dp| from it. "source" runs the checkpoint's own weights in place; a
 // format may carry its own overrides: "int8:encoder.layers.*.mlp.Wo.weight=f16;head.*=f16".
 // --head-dtype / --override (laya-convert's) apply to every format but "source".
+// A format ending in "@ax8850" runs on the AX8850 simulator (what it takes; the rest on the
+// cpu) with its default bf16 activations, "@ax8850-f32" in its f32 reference semantics:
+// "f32,int8,int8@ax8850" compares the NPU's w8a16 with the CPU's f32 and int8.
 // --int8-activations: the cpu backend's setting (f32: int8 weights against f32 activations, the
 // default; i8: the a8w8 kernels, activations quantized per token).
 // --check: exit 1 unless the first format meets the fp32 bars (identical argmax, max |dp| <= 2e-4)
@@ -95,7 +98,8 @@ Status run_cases(runtime::Session& s, const json::Value& doc, Report* rep) {
 }
 
 constexpr const char* kUsage =
-    "usage: laya-parity CHECKPOINT [--cases FILE] [--dtype f32,bf16,int8] [--head-dtype D]\n"
+    "usage: laya-parity CHECKPOINT [--cases FILE] [--dtype f32,bf16,int8[@ax8850[-f32]]]\n"
+    "                   [--head-dtype D]\n"
     "                   [--override P=D]... [--threads N] [--kernels K]\n"
     "                   [--int8-activations f32|i8] [--check]\n";
 
@@ -153,17 +157,23 @@ int main(int argc, char** argv) {
     const size_t comma = std::min(dtypes.find(',', at), dtypes.size());
     const std::string name = dtypes.substr(at, comma - at);
     at = comma + 1;
-    // FORMAT or FORMAT:PATTERN=D;PATTERN=D... (overrides of this variant only)
-    const size_t colon = name.find(':');
-    Result<frontends::WeightFormat> fmt = frontends::weight_format_from_name(name.substr(0, colon));
+    // FORMAT or FORMAT:PATTERN=D;PATTERN=D... (overrides of this variant only), then optionally
+    // @ax8850 (the AX8850 simulator, bf16 activations) or @ax8850-f32 (its reference semantics).
+    const size_t at_sign = name.find('@');
+    const std::string npu = at_sign == std::string::npos ? "" : name.substr(at_sign + 1);
+    if (!npu.empty() && npu != "ax8850" && npu != "ax8850-f32")
+      return usage(("unknown backend '" + npu + "' (ax8850 or ax8850-f32)").c_str());
+    const std::string spec = name.substr(0, at_sign);
+    const size_t colon = spec.find(':');
+    Result<frontends::WeightFormat> fmt = frontends::weight_format_from_name(spec.substr(0, colon));
     if (!fmt.is_ok()) return usage(fmt.status().message());
     frontends::ImportOptions opts;
     opts.format = *fmt;
     opts.hash_sources = false;
-    for (size_t p = colon; p != std::string::npos && p < name.size();) {
-      const size_t semi = std::min(name.find(';', p + 1), name.size());
+    for (size_t p = colon; p != std::string::npos && p < spec.size();) {
+      const size_t semi = std::min(spec.find(';', p + 1), spec.size());
       Result<frontends::FormatOverride> o =
-          frontends::parse_format_override(name.substr(p + 1, semi - p - 1));
+          frontends::parse_format_override(spec.substr(p + 1, semi - p - 1));
       if (!o.is_ok()) return usage(o.status().message());
       opts.overrides.push_back(*o);
       p = semi;
@@ -195,6 +205,10 @@ int main(int argc, char** argv) {
     cpu.settings = {{"kernels", kernels}, {"int8_activations", int8_act}};
     so.backend_options.emplace_back("cpu", cpu);
     so.backend.n_threads = static_cast<int>(threads);
+    if (!npu.empty()) {
+      so.backends = {"ax8850", "cpu"};
+      so.activations = {{"ax8850", npu == "ax8850" ? ir::DType::kBF16 : ir::DType::kF32}};
+    }
     auto s = runtime::Session::prepare(*g, so);
     Result<runtime::SessionBuffers> buf = s.is_ok() ? runtime::session_buffers_alloc(**s)
                                                     : Result<runtime::SessionBuffers>(s.status());
