@@ -260,28 +260,34 @@ TEST_CASE("ax8850: settings and activation modes are checked") {
   CHECK(Session::prepare(g, o).status().code() == StatusCode::kInvalidArgument);
 }
 
-// x -> [s8 matmul a] ; x -> [f32 matmul f] (the NPU refuses f32 weights) ; y = gelu(a) + f.
-ir::Graph branch_graph() {
-  ir::GraphBuilder b;
-  const int seq = b.symbol("seq", 1, 16);
-  const ir::ValueId x =
-      b.input("x", ir::DType::kF32,
-              ir::Shape::of({ir::Dim::fixed(1), ir::Dim::sym(seq), ir::Dim::fixed(64)}));
+// 64 x 64 weights: s8 per channel (the NPU takes them) and f32 (it refuses them: a fallback).
+ir::ValueId weight_s8(ir::GraphBuilder& b) {
   std::vector<int8_t> w8(64 * 64);
   for (size_t i = 0; i < w8.size(); ++i)
     w8[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
   ir::Quant q;
   q.kind = ir::QuantKind::kPerChannel;
   q.scales.assign(64, 0.01f);
+  return b.weight("w8", ir::DType::kI8, ir::Shape::fixed({64, 64}), w8.data(), w8.size(), q);
+}
+ir::ValueId weight_f32(ir::GraphBuilder& b) {
   std::vector<float> wf(64 * 64);
   for (size_t i = 0; i < wf.size(); ++i) wf[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
-  const ir::ValueId a = b.matmul(
-      x, b.weight("w8", ir::DType::kI8, ir::Shape::fixed({64, 64}), w8.data(), w8.size(), q),
-      ir::kNoValue, "npu_mm");
-  const ir::ValueId f = b.matmul(
-      x, b.weight("wf", ir::DType::kF32, ir::Shape::fixed({64, 64}), wf.data(), wf.size() * 4),
-      ir::kNoValue, "cpu_mm");
-  b.output(b.add(b.gelu(a, ir::ActKind::kGeluErf, "act"), f, "sum"), "y");
+  return b.weight("wf", ir::DType::kF32, ir::Shape::fixed({64, 64}), wf.data(), wf.size() * 4);
+}
+
+// x -> [s8 matmul a] ; x -> [f32 matmul f] (the NPU refuses f32 weights) ; y = gelu(a) + f.
+// With `chained`: a = npu_mm(x), f = cpu_mm(a) (the fallback reads a), y = f + gelu(x).
+ir::Graph branch_graph(bool chained = false) {
+  ir::GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 16);
+  const ir::ValueId x =
+      b.input("x", ir::DType::kF32,
+              ir::Shape::of({ir::Dim::fixed(1), ir::Dim::sym(seq), ir::Dim::fixed(64)}));
+  const ir::ValueId a = b.matmul(x, weight_s8(b), ir::kNoValue, "npu_mm");
+  const ir::ValueId f = b.matmul(chained ? a : x, weight_f32(b), ir::kNoValue, "cpu_mm");
+  const ir::ValueId act = b.gelu(chained ? x : a, ir::ActKind::kGeluErf, "act");
+  b.output(b.add(chained ? f : act, chained ? act : f, "sum"), "y");
   auto g = std::move(b).finish();
   REQUIRE(g.is_ok());
   return std::move(g).value();
@@ -307,36 +313,14 @@ TEST_CASE("scheduler: work joined ahead of a fallback does not take the bytes it
   // Node order: a = npu_mm(x), f = cpu_mm(a) (a fallback reading a), u = gelu(x) (independent),
   // y = f + u. In graph order a is dead once f ran, so u could take its bytes; the scheduler runs
   // u in the NPU call with a, ahead of f, so the activation plan must follow the run order.
-  ir::GraphBuilder b;
-  const int seq = b.symbol("seq", 1, 16);
-  const ir::ValueId x =
-      b.input("x", ir::DType::kF32,
-              ir::Shape::of({ir::Dim::fixed(1), ir::Dim::sym(seq), ir::Dim::fixed(64)}));
-  std::vector<int8_t> w8(64 * 64);
-  for (size_t i = 0; i < w8.size(); ++i)
-    w8[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
-  ir::Quant q;
-  q.kind = ir::QuantKind::kPerChannel;
-  q.scales.assign(64, 0.01f);
-  std::vector<float> wf(64 * 64);
-  for (size_t i = 0; i < wf.size(); ++i) wf[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
-  const ir::ValueId a = b.matmul(
-      x, b.weight("w8", ir::DType::kI8, ir::Shape::fixed({64, 64}), w8.data(), w8.size(), q),
-      ir::kNoValue, "npu_mm");
-  const ir::ValueId f = b.matmul(
-      a, b.weight("wf", ir::DType::kF32, ir::Shape::fixed({64, 64}), wf.data(), wf.size() * 4),
-      ir::kNoValue, "cpu_mm");
-  const ir::ValueId u = b.gelu(x, ir::ActKind::kGeluErf, "act");
-  b.output(b.add(f, u, "sum"), "y");
-  Result<ir::Graph> g = std::move(b).finish();
-  REQUIRE(g.is_ok());
-  const Run r = run(*g, ax("f32"), {16});
+  const ir::Graph g = branch_graph(true);
+  const Run r = run(g, ax("f32"), {16});
   const std::vector<runtime::ExecutableInfo>& exes = r.session->executables();
   REQUIRE(exes.size() == 3);
   CHECK(exes[0].backend == "ax8850");
   CHECK(exes[0].nodes == std::vector<ir::NodeId>{0, 2});  // u joined a's call
   CHECK(exes[1].backend == "cpu");
-  CHECK(bitwise_equal(r.out, run(*g, cpu_ref(), {16}).out));
+  CHECK(bitwise_equal(r.out, run(g, cpu_ref(), {16}).out));
 }
 
 TEST_CASE("scheduler: a call that costs more than it saves moves to the cpu") {
