@@ -261,19 +261,20 @@ TEST_CASE("ax8850: settings and activation modes are checked") {
 }
 
 // 64 x 64 weights: s8 per channel (the NPU takes them) and f32 (it refuses them: a fallback).
-ir::ValueId weight_s8(ir::GraphBuilder& b) {
+ir::ValueId weight_s8(ir::GraphBuilder& b, const std::string& name = "w8", int salt = 0) {
   std::vector<int8_t> w8(64 * 64);
   for (size_t i = 0; i < w8.size(); ++i)
-    w8[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
+    w8[i] = static_cast<int8_t>(static_cast<int>((i * 37 + static_cast<size_t>(salt)) % 255) - 127);
   ir::Quant q;
   q.kind = ir::QuantKind::kPerChannel;
   q.scales.assign(64, 0.01f);
-  return b.weight("w8", ir::DType::kI8, ir::Shape::fixed({64, 64}), w8.data(), w8.size(), q);
+  return b.weight(name, ir::DType::kI8, ir::Shape::fixed({64, 64}), w8.data(), w8.size(), q);
 }
-ir::ValueId weight_f32(ir::GraphBuilder& b) {
+ir::ValueId weight_f32(ir::GraphBuilder& b, const std::string& name = "wf", int salt = 0) {
   std::vector<float> wf(64 * 64);
-  for (size_t i = 0; i < wf.size(); ++i) wf[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
-  return b.weight("wf", ir::DType::kF32, ir::Shape::fixed({64, 64}), wf.data(), wf.size() * 4);
+  for (size_t i = 0; i < wf.size(); ++i)
+    wf[i] = static_cast<float>((i + static_cast<size_t>(salt)) % 13) * 0.01f - 0.06f;
+  return b.weight(name, ir::DType::kF32, ir::Shape::fixed({64, 64}), wf.data(), wf.size() * 4);
 }
 
 // x -> [s8 matmul a] ; x -> [f32 matmul f] (the NPU refuses f32 weights) ; y = gelu(a) + f.
@@ -321,6 +322,74 @@ TEST_CASE("scheduler: work joined ahead of a fallback does not take the bytes it
   CHECK(exes[0].nodes == std::vector<ir::NodeId>{0, 2});  // u joined a's call
   CHECK(exes[1].backend == "cpu");
   CHECK(bitwise_equal(r.out, run(g, cpu_ref(), {16}).out));
+}
+
+TEST_CASE("scheduler: random graphs with fallbacks answer as the cpu, bit for bit") {
+  // Random DAGs of NPU work (s8 matmuls, gelu, relu, layernorm, add, mul) and fallbacks (f32
+  // matmuls), every value [1, seq, 64]: however the scheduler groups and orders them into calls,
+  // the reference semantics must give the CPU reference kernels' output, on the chip, on a card
+  // and with splits.
+  const std::pair<std::string, std::string> slow{"mac_efficiency", "0.0001"},
+      free{"group_sync_us", "0"};
+  const std::vector<std::vector<std::pair<std::string, std::string>>> modes = {
+      {}, {{"host", "pcie"}}, {{"vnpu", "std"}, slow, free}};
+  for (uint32_t seed = 1; seed <= 100; ++seed) {
+    std::mt19937 rng(seed);
+    ir::GraphBuilder b;
+    const int seq = b.symbol("seq", 1, 16);
+    std::vector<ir::ValueId> vals = {
+        b.input("x", ir::DType::kF32,
+                ir::Shape::of({ir::Dim::fixed(1), ir::Dim::sym(seq), ir::Dim::fixed(64)}))};
+    std::vector<float> gamma(64);
+    for (size_t i = 0; i < gamma.size(); ++i) gamma[i] = 0.5f + 0.01f * static_cast<float>(i);
+    const ir::ValueId g_w =
+        b.weight("gamma", ir::DType::kF32, ir::Shape::fixed({64}), gamma.data(), gamma.size() * 4);
+    // Inputs favour recent values, so chains and branches both occur.
+    auto pick = [&]() {
+      const size_t n = vals.size();
+      return vals[n - 1 - std::min<size_t>(n - 1, rng() % 4 == 0 ? rng() % n : rng() % 2)];
+    };
+    const int nodes = 6 + static_cast<int>(rng() % 10);
+    for (int i = 0; i < nodes; ++i) {
+      const std::string id = std::to_string(i);
+      const ir::ValueId x = pick();
+      switch (rng() % 7) {
+        case 0:
+          vals.push_back(b.matmul(x, weight_s8(b, "w8_" + id, i), ir::kNoValue, "npu_mm" + id));
+          break;
+        case 1:
+        case 2:
+          vals.push_back(b.matmul(x, weight_f32(b, "wf_" + id, i), ir::kNoValue, "cpu_mm" + id));
+          break;
+        case 3:
+          vals.push_back(b.gelu(x, ir::ActKind::kGeluErf, "gelu" + id));
+          break;
+        case 4:
+          vals.push_back(b.layernorm(x, g_w, ir::kNoValue, 1e-5f, "norm" + id));
+          break;
+        case 5:
+          vals.push_back(b.add(x, pick(), "add" + id));
+          break;
+        default:
+          vals.push_back(b.mul(b.relu(x, "relu" + id), pick(), "mul" + id));
+          break;
+      }
+    }
+    // The output sums the last value and two earlier ones (earlier values stay live longer).
+    ir::ValueId y = vals.back();
+    for (int j = 0; j < 2; ++j) y = b.add(y, vals[rng() % vals.size()], "out" + std::to_string(j));
+    b.output(y, "y");
+    Result<ir::Graph> g = std::move(b).finish();
+    REQUIRE_MESSAGE(g.is_ok(), g.status().to_string());
+    const int64_t len = 1 + static_cast<int64_t>(rng() % 16);
+    const std::vector<float> want = run(*g, cpu_ref(), {len}).out;
+    for (const auto& set : modes) {
+      CAPTURE(seed);
+      CAPTURE(set.size());
+      const Run r = run(*g, ax("f32", set), {len});
+      CHECK(bitwise_equal(r.out, want));
+    }
+  }
 }
 
 TEST_CASE("scheduler: a call that costs more than it saves moves to the cpu") {
