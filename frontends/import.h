@@ -19,7 +19,9 @@
 // Question rows of one request run PACKED: the R rows (one per question, per state for batches)
 // are concatenated into one sequence of T tokens; attention only sees keys of the same row
 // (attention's q_seq / k_seq inputs) and the sliding window and RoPE use per-token positions, so
-// every matmul runs on T rows and nothing is computed on padding.
+// every matmul runs on T rows and nothing is computed on padding. The decision head's last layer
+// runs its attention, out_proj and feed-forward only on the rows the outputs read (the markers
+// and each row's first token).
 //
 // Symbols: `tokens` T in [1, max_tokens] (default max_len * max_rows), `rows` R in [1, max_rows]
 // (default 64), `options` K in [2, max_options] (default 512; upstream pads the marker axis to at
