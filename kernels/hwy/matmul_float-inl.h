@@ -767,7 +767,7 @@ void gemm(const typename K::W* w, const float* x, int64_t ldx, float* y, int64_t
 
   // Tasks: (row chunk, column chunk); at least two per worker when the shape allows. Each worker
   // claims one task at a time (the pool would hand out chunks of several: 33 tasks in 7 chunks of
-  // 5, 20 against 13 on two threads).
+  // 5 or fewer, 18-20 tasks against 13-15 on two threads).
   int64_t mc = kMCTiles;
   int64_t nc = std::max<int64_t>(
       1, kBBlockBytes / (K::kKC / K::kKStep * kNR * static_cast<int64_t>(sizeof(typename K::W))));
