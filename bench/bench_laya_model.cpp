@@ -11,13 +11,13 @@
 // network's work at that length (matmuls, plus attention over the keys each query sees: every
 // key of its row in global and head layers, |i - j| <= window in sliding ones), the same count
 // bench/laya_encoder_bench.py uses for every engine; "gflop_executed" what this graph computes
-// (less since the head's last layer runs on the answer rows alone: head_rows_only). --profile 1 adds, on stderr, the time per op
-// type of one extra (untimed) run per shape.
+// (less since the head's last layer runs on the answer rows alone: head_rows_only). --profile 1
+// adds, on stderr, the time per op type of one extra (untimed) run per shape.
 //
 // --serve 1 (the interleaved driver's mode; one --threads value): after the peaks line, reads one
 // token count per line on stdin and answers each with one JSON line of one timed run,
-// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "cpu_ms": [x], "gflop", ...}; the caller
-// sends its own warm-up runs. Ends at end of input.
+// {"engine", "tokens", "threads", "ms": [x], "median_ms": x, "cpu_ms": [x], "gflop", ...}; the
+// caller sends its own warm-up runs. Ends at end of input.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
