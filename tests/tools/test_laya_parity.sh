@@ -18,7 +18,8 @@ expect 2 "f64" -- "$src" --dtype f64
 expect 0 "f32@ax8850-f32 vs f32: decision agreement 116/116 \(100.00%\)" -- \
   "$src" --dtype f32,f32@ax8850-f32 --threads 1 --check
 # bf16 activations on the simulator: it runs (the tiny fixture amplifies rounding; no bar).
-expect 0 "f16@ax8850 vs f32: decision agreement [0-9]+/116" -- "$src" --dtype f32,f16@ax8850 --threads 1
+expect 0 "f16@ax8850 vs f32: decision agreement [0-9]+/116" -- \
+  "$src" --dtype f32,f16@ax8850 --threads 1
 
 [[ $fails -eq 0 ]] || { echo "$fails failure(s)"; exit 1; }
 echo "all laya-parity checks passed"
