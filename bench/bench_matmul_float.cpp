@@ -140,6 +140,39 @@ void BM_matmul(benchmark::State& state, WType type, bool allow_amx) {
   state.SetLabel(amx_run ? "AVX3 + AMX" : tab.isa);
 }
 
+// GEMM with its weights streamed from DRAM, as in a model's pass (each weight read once): copies
+// of the matrix, 1 GiB in all (past any L3 of our machines), cycled.
+void BM_matmul_dram(benchmark::State& state, WType type) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  laya::hal::cpu::ArenaPool workers(threads);  // the runtime's pool (hal/cpu)
+  workers.warm_up(5000);
+  const laya::kernels::ThreadPool* pool = threads > 1 ? workers.view() : nullptr;
+  const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
+  Rng rng;
+  const uint64_t bytes = kern.packed_bytes(n, k);
+  const size_t mats = static_cast<size_t>(std::max<uint64_t>(2, (uint64_t{1} << 30) / bytes));
+  std::vector<HugeBuffer> packed;
+  packed.push_back(packed_weights(kern, type, n, k, rng));
+  for (size_t i = 1; i < mats; ++i) {
+    packed.emplace_back(bytes);
+    std::memcpy(packed.back().p, packed.front().p, bytes);
+  }
+  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  for (float& v : x) v = rng.next();
+  HugeBuffer scratch(kern.scratch_bytes(m, n, k, threads));
+  size_t i = 0;
+  for (auto _ : state) {
+    kern.run(packed[i].p, x.data(), k, y.data(), n, nullptr, m, n, k, scratch.p, pool);
+    benchmark::ClobberMemory();
+    i = (i + 1) % mats;
+  }
+  const bool amx_run = amx() && type == WType::kBF16;
+  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k),
+                            peak_for(type, amx_run, false) * threads);
+  state.SetLabel(amx_run ? "AVX3 + AMX" : table().isa);
+}
+
 // m = 1 with weights streamed from DRAM: 4 matrices of 64 MiB, cycled.
 void BM_gemv_dram(benchmark::State& state, WType type) {
   const int64_t n = 4096, k = type == WType::kF32 ? 4096 : 8192;
@@ -195,6 +228,19 @@ BENCHMARK_CAPTURE(BM_matmul, f16, WType::kF16, true)->GEMM_SHAPES;
 BENCHMARK_CAPTURE(BM_matmul, bf16, WType::kBF16, true)->GEMM_SHAPES;
 // Where AMX is usable, also the vdpbf16ps kernels it replaces (same shapes).
 BENCHMARK_CAPTURE(BM_matmul, bf16_no_amx, WType::kBF16, false)->GEMM_SHAPES;
+#define GEMM_DRAM_SHAPES               \
+  ArgNames({"m", "k", "n", "threads"}) \
+      ->Args({128, 1024, 5248, 1})     \
+      ->Args({128, 2624, 1024, 1})     \
+      ->Args({256, 2624, 1024, 1})     \
+      ->Args({256, 1024, 5248, 1})     \
+      ->Args({512, 1024, 1024, 1})     \
+      ->Args({128, 1024, 5248, 2})     \
+      ->Unit(benchmark::kMicrosecond)  \
+      ->MeasureProcessCPUTime()        \
+      ->UseRealTime()
+BENCHMARK_CAPTURE(BM_matmul_dram, f32, WType::kF32)->GEMM_DRAM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul_dram, bf16, WType::kBF16)->GEMM_DRAM_SHAPES;
 #define DRAM_THREADS \
   ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime()
 BENCHMARK_CAPTURE(BM_gemv_dram, f32, WType::kF32)->DRAM_THREADS;

@@ -454,15 +454,20 @@ struct KernBF16Dp {
 // 128 bytes). x is split into hi / lo bf16 halves as in KernBF16Dp and packed per 32-row block as
 // A tiles: for each 32-k step, [hi rows 0-15][hi rows 16-31][lo rows 0-15][lo rows 16-31], 16
 // pair words a row (4 KiB a step; rows past m and k past k are zero, like the panels' rows past
-// k). One 32 x 32 output block keeps its four C tiles (tmm0-3) over the whole k: per step two A
-// tiles (tmm4-5) and the two B tiles (tmm6-7) feed four tdpbf16ps for hi, then the lo A tiles
-// four more against the same B tiles.
+// k). One 32 x 32 output block keeps its four C tiles (tmm0-3) over a k slice of kSliceSteps
+// steps: per step two A tiles (tmm4-5) and the two B tiles (tmm6-7) feed four tdpbf16ps for hi,
+// then the lo A tiles four more against the same B tiles; the next slice's tiles start from the
+// sums in y.
 namespace amx {
 
 constexpr int64_t kMB = 32;                // rows per block (two A tiles)
 constexpr int64_t kKB = 32;                // k values per step (one tile row of bf16 pairs)
 constexpr int64_t kStepBytes = 4 * 1024;   // A bytes per block and step: 4 tiles of 16 x 64
 constexpr int64_t kAChunkBytes = 1 << 20;  // A bytes of the row blocks one task keeps in L2
+// k steps per slice: a GEMM runs slice by slice, so a task's A slice stays in L2 while its panels
+// stream past once. Fixed (not derived from m), so a row's sums do not depend on the other rows.
+constexpr int64_t kSliceSteps = 32;
+constexpr int64_t kPanelStepBytes = 16 * kNR * 4;  // bf16 panel bytes per step (two B tiles)
 static_assert(kBF16StepAlign * 2 == kKB, "a panel's rows are padded to whole B tiles");
 
 // The first `rows` rows of x (rows <= kMB; the block's rows past them are zero) -> one row block
@@ -497,20 +502,28 @@ LAYA_MMF_AMX_ATTR void pack_block(const float* HWY_RESTRICT x, int64_t ldx, int6
 }
 
 // One 32 x 32 block: a (packed row block), b (the panel's first row), `steps` 32-k steps; the
-// sums go to c [32][32] f32. Each step also prefetches `pf_lines` cache lines from pf on (into
-// L2; pf nullable): the caller spreads the next panel over its blocks, so that panel's first
-// block does not wait on DRAM.
+// sums go to c [32][ldc] f32, added to the sums there when load_c (zero start otherwise). Each
+// step also prefetches `pf_lines` cache lines from pf on (into L2; pf nullable): the caller
+// spreads the next panel slice over its blocks, so that slice's first block does not wait on
+// DRAM.
 LAYA_MMF_AMX_ATTR HWY_NOINLINE void block(const uint8_t* HWY_RESTRICT a,
                                           const uint8_t* HWY_RESTRICT b, int64_t steps,
-                                          float* HWY_RESTRICT c, const uint8_t* pf,
-                                          int64_t pf_lines) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+                                          float* HWY_RESTRICT c, int64_t ldc, bool load_c,
+                                          const uint8_t* pf, int64_t pf_lines) {
+  if (load_c) {
+    _tile_loadd(0, c, ldc * 4);
+    _tile_loadd(1, c + 16, ldc * 4);
+    _tile_loadd(2, c + 16 * ldc, ldc * 4);
+    _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
   for (int64_t q = 0; q < steps; ++q) {
     const uint8_t* aq = a + q * kStepBytes;
-    const uint8_t* bq = b + q * 16 * kNR * 4;
+    const uint8_t* bq = b + q * kPanelStepBytes;
     if (pf != nullptr) {
       for (int64_t i = 0; i < pf_lines; ++i)
         _mm_prefetch(reinterpret_cast<const char*>(pf + (q * pf_lines + i) * 64), _MM_HINT_T1);
@@ -530,10 +543,25 @@ LAYA_MMF_AMX_ATTR HWY_NOINLINE void block(const uint8_t* HWY_RESTRICT a,
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  _tile_stored(0, c, kNR * 4);
-  _tile_stored(1, c + 16, kNR * 4);
-  _tile_stored(2, c + 16 * kNR, kNR * 4);
-  _tile_stored(3, c + 16 * kNR + 16, kNR * 4);
+  _tile_stored(0, c, ldc * 4);
+  _tile_stored(1, c + 16, ldc * 4);
+  _tile_stored(2, c + 16 * ldc, ldc * 4);
+  _tile_stored(3, c + 16 * ldc + 16, ldc * 4);
+}
+
+// c[r, j] = y[r, j] for the block's first `rows` rows and `ncols` columns, zero elsewhere.
+void load_block(const float* HWY_RESTRICT y, int64_t ldy, int64_t rows, int64_t ncols,
+                float* HWY_RESTRICT c) {
+  const D d;
+  for (int64_t r = 0; r < kMB; ++r) {
+    for (int v = 0; v < kNV; ++v) {
+      const int64_t cols = r < rows ? std::clamp<int64_t>(ncols - int64_t{v} * kL, 0, kL) : 0;
+      const V in = cols == kL ? hn::LoadU(d, y + r * ldy + v * kL)
+                   : cols > 0 ? load_part(d, y + r * ldy + v * kL, cols)
+                              : hn::Zero(d);
+      hn::Store(in, d, c + r * kNR + v * kL);
+    }
+  }
 }
 
 // y[r, j] = c[r, j] (+ bias[j]) for the block's first `rows` rows and `ncols` columns.
@@ -571,7 +599,9 @@ inline int64_t panel_rows(int64_t k) {
   return div_up(div_up(k, 2), kBF16StepAlign) * kBF16StepAlign;
 }
 
-// Where a GEMM's B panels come from. Bf16Src: the packed bf16 panels themselves.
+// Where a GEMM's B panels come from: source(p) and source_bytes() (step_bytes() a 32-k step) are
+// the bytes read from memory; panel(p, buf, q0, q1) the bf16 panel of steps [q0, q1) as the tiles
+// read it (its step 0 returned). Bf16Src: the packed bf16 panels themselves.
 struct Bf16Src {
   const uint32_t* w;
   int64_t rows;  // panel_rows(k)
@@ -579,12 +609,13 @@ struct Bf16Src {
     return reinterpret_cast<const uint8_t*>(w + p * rows * kNR);
   }
   int64_t source_bytes() const { return rows * kNR * 4; }
-  const uint8_t* panel(int64_t p, uint8_t*) const { return source(p); }
+  static constexpr int64_t step_bytes() { return kPanelStepBytes; }
+  const uint8_t* panel(int64_t p, uint8_t*, int64_t, int64_t) const { return source(p); }
 };
 
-// I8Src: i8w's packed int8 panels ([k][kNR] per panel), each converted once per task into a
-// bf16 panel in the task's slot (int8 is exact in bf16: the f32 value's high half). The sums are
-// sum x w_int8; the caller applies the row scales.
+// I8Src: i8w's packed int8 panels ([k][kNR] per panel), each slice converted once per task into
+// a bf16 panel in the task's slot (int8 is exact in bf16: the f32 value's high half). The sums
+// are sum x w_int8; the caller applies the row scales.
 struct I8Src {
   const int8_t* w;
   int64_t k, rows;
@@ -592,10 +623,12 @@ struct I8Src {
     return reinterpret_cast<const uint8_t*>(w + p * k * kNR);
   }
   int64_t source_bytes() const { return k * kNR; }
-  LAYA_MMF_AMX_ATTR const uint8_t* panel(int64_t p, uint8_t* buf) const {
+  static constexpr int64_t step_bytes() { return 2 * kBF16StepAlign * kNR; }
+  LAYA_MMF_AMX_ATTR const uint8_t* panel(int64_t p, uint8_t* buf, int64_t q0, int64_t q1) const {
     const int8_t* src = w + p * k * kNR;
     const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-    for (int64_t s = 0; s < rows; ++s) {
+    const int64_t s1 = std::min(rows, q1 * kBF16StepAlign);
+    for (int64_t s = q0 * kBF16StepAlign; s < s1; ++s) {
       uint8_t* out = buf + s * kNR * 4;
       for (int h = 0; h < 2; ++h) {  // columns 0-15, 16-31
         __m512i even = _mm512_setzero_si512(), odd = even;
@@ -642,8 +675,14 @@ void gemm(const Src& src, const float* x, int64_t ldx, float* y, int64_t ldy, co
       pack_block(x + t * kMB * ldx, ldx, std::min(kMB, m - t * kMB), k, a + t * block_bytes);
   });
 
-  // Tasks: (row chunk, column chunk); a row chunk's A stays in L2 while its panels stream past.
-  int64_t mc = std::max<int64_t>(1, kAChunkBytes / block_bytes), nc = panels;
+  // Tasks: (row chunk, column chunk). A task runs k slice by k slice: a slice of its row chunk's A
+  // stays in L2 while the chunk's panels stream past, each panel slice read from memory once and
+  // by every block of the chunk from cache. (Row chunks over all of k left the k = 2624 GEMMs of
+  // 128 tokens two chunks, so each panel streamed from DRAM twice: ~25% below the same shape with
+  // its weights in cache, BM_matmul_dram.)
+  const int64_t slices = div_up(steps, kSliceSteps);
+  int64_t mc = std::max<int64_t>(1, kAChunkBytes / (std::min(steps, kSliceSteps) * kStepBytes));
+  int64_t nc = panels;
   const int64_t nchunks = split_tasks(threads, blocks, panels, &mc, &nc);
   // One worker slot per thread (its converted panel); slots take tasks in order, so every output
   // block is computed the same way whatever the split.
@@ -657,22 +696,48 @@ void gemm(const Src& src, const float* x, int64_t ldx, float* y, int64_t ldy, co
       for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
         const int64_t t0 = task / nchunks * mc, t1 = std::min(blocks, t0 + mc);
         const int64_t p0 = task % nchunks * nc, p1 = std::min(panels, p0 + nc);
-        // The next panel's source lines, spread over this panel's blocks and their steps.
-        const int64_t panel_lines = div_up(src.source_bytes(), 64);
-        const int64_t pf_lines = div_up(panel_lines, (t1 - t0) * steps);
-        for (int64_t p = p0; p < p1; ++p) {
-          const uint8_t* panel = src.panel(p, buf);
-          const int64_t ncols = std::min<int64_t>(kNR, n - p * kNR);
-          const float* bp = bias != nullptr ? bias + p * kNR : nullptr;
-          for (int64_t t = t0; t < t1; ++t) {
-            // Lines past the next panel's end are not prefetched (the last panel: none).
-            const int64_t first = (t - t0) * steps * pf_lines;
-            const bool pf_on = p + 1 < p1 && first < panel_lines;
-            const int64_t lines =
-                pf_on ? std::min(pf_lines, div_up(panel_lines - first, steps)) : 0;
-            block(a + t * block_bytes, panel, steps, c,
-                  pf_on ? src.source(p + 1) + first * 64 : nullptr, lines);
-            store_block(c, std::min(kMB, m - t * kMB), y + t * kMB * ldy + p * kNR, ldy, ncols, bp);
+        for (int64_t kb = 0; kb < slices; ++kb) {
+          const int64_t q0 = kb * kSliceSteps, qs = std::min(kSliceSteps, steps - q0);
+          for (int64_t p = p0; p < p1; ++p) {
+            const uint8_t* panel = src.panel(p, buf, q0, q0 + qs);
+            const int64_t ncols = std::min<int64_t>(kNR, n - p * kNR);
+            const float* bp = bias != nullptr ? bias + p * kNR : nullptr;
+            // The slice read next (the next panel's, or the first panel's of the next slice),
+            // its source lines spread over this slice's blocks and their steps.
+            const bool last = p + 1 == p1;
+            const int64_t np = last ? p0 : p + 1, nq0 = last ? q0 + kSliceSteps : q0;
+            const uint8_t* next_src = nullptr;
+            int64_t next_lines = 0, pf_lines = 0;
+            if (nq0 < steps) {
+              const int64_t from = nq0 * src.step_bytes();
+              const int64_t to =
+                  std::min(src.source_bytes(), (nq0 + kSliceSteps) * src.step_bytes());
+              next_src = src.source(np) + from;
+              next_lines = div_up(to - from, 64);
+              pf_lines = div_up(next_lines, (t1 - t0) * qs);
+            }
+            for (int64_t t = t0; t < t1; ++t) {
+              const int64_t first = (t - t0) * qs * pf_lines;
+              const bool pf_on = first < next_lines;
+              const int64_t lines = pf_on ? std::min(pf_lines, div_up(next_lines - first, qs)) : 0;
+              const int64_t rows = std::min(kMB, m - t * kMB);
+              float* yb = y + t * kMB * ldy + p * kNR;
+              const uint8_t* at = a + t * block_bytes + q0 * kStepBytes;
+              const uint8_t* bt = panel + q0 * kPanelStepBytes;
+              const uint8_t* pft = pf_on ? next_src + first * 64 : nullptr;
+              // After the first slice the tiles start from the sums so far, in y (a partial
+              // block through c, so that every row sums the same way whatever m is).
+              if (kb == 0) {
+                block(at, bt, qs, c, kNR, false, pft, lines);
+                store_block(c, rows, yb, ldy, ncols, bp);
+              } else if (rows == kMB && ncols == kNR) {
+                block(at, bt, qs, yb, ldy, true, pft, lines);
+              } else {
+                load_block(yb, ldy, rows, ncols, c);
+                block(at, bt, qs, c, kNR, true, pft, lines);
+                store_block(c, rows, yb, ldy, ncols, nullptr);
+              }
+            }
           }
         }
       }
