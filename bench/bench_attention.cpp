@@ -72,6 +72,8 @@ void BM_attention_prefill(benchmark::State& state) {
 }
 BENCHMARK(BM_attention_prefill)
     ->ArgNames({"seq", "hd", "heads", "causal"})
+    ->Args({128, 64, 16, 0})
+    ->Args({256, 64, 16, 0})
     ->Args({512, 64, 1, 0})
     ->Args({512, 64, 1, 1})
     ->Args({512, 64, 12, 0})
