@@ -131,16 +131,22 @@ def main():
     a = ap.parse_args()
     wbytes = weight_bytes_per_token(a.gguf) if a.roofline else 0
     kv_types = a.kv_types.split(",")
-    import llama_cpp
-
     path = a.llamacpp_path
     if path == "auto":
         path = "generic" if has_amx() else "default"
-    if path == "generic":
-        reftools.llama_cpp_generic_path()  # before any Llama is made: it wraps the default params
-    tok = llama_cpp.Llama(model_path=a.gguf, vocab_only=True, verbose=False)
-    ids = tok.tokenize(TEXT.encode(), add_bos=True, special=True)[: a.prompt_tokens]
-    del tok
+    if a.no_llamacpp:  # the prompt tokenized by laya-run, as llama.cpp does (docs/tokenizers.md)
+        out = subprocess.run([a.laya_run, "generate", "--model", a.gguf, "--prompt", TEXT,
+                              "--max-tokens", "1", "--json"], check=True, capture_output=True,
+                             text=True)
+        ids = json.loads(out.stdout)["prompt_ids"][: a.prompt_tokens]
+    else:
+        import llama_cpp
+
+        if path == "generic":
+            reftools.llama_cpp_generic_path()  # before any Llama: it wraps the default params
+        tok = llama_cpp.Llama(model_path=a.gguf, vocab_only=True, verbose=False)
+        ids = tok.tokenize(TEXT.encode(), add_bos=True, special=True)[: a.prompt_tokens]
+        del tok
     rows = []
     for th in [int(x) for x in a.threads.split(",")]:
         res = {f"laya-run (KV {kv})": [] for kv in kv_types}
@@ -162,9 +168,10 @@ def main():
             rows.append((name, th, statistics.median(x[0] for x in r),
                          statistics.median(x[1] for x in r),
                          (statistics.median(roof), min(roof), max(roof)) if roof else None))
+    peer = ("without llama.cpp" if a.no_llamacpp else
+            f"llama-cpp-python {sys.modules['llama_cpp'].__version__}, its {path} CPU path")
     print(f"CPU: {cpu_model()}; {a.gguf.split('/')[-1]}; prompt {len(ids)} tokens in one chunk, "
-          f"{a.new_tokens} new tokens; median of {a.reps}; llama-cpp-python "
-          f"{llama_cpp.__version__}, its {path} CPU path\n")
+          f"{a.new_tokens} new tokens; median of {a.reps}; {peer}\n")
     if a.roofline:
         print(f"Roofline: {wbytes / 1e6:.1f} MB of weights per token; the DRAM read figure measured "
               f"after every decode (median of the per-run ratios, and their range)\n")
