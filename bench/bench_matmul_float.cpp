@@ -115,8 +115,10 @@ double peak_for(WType type, bool amx_run, bool gemv) {
   return gemv && p.bf16_gflops > 0 ? p.bf16_gflops : p.fp32_gflops;
 }
 
-// y[m, n] = x[m, k] . W^T, weights cache-resident after the first iteration (GEMM or GEMV).
-void BM_matmul(benchmark::State& state, WType type, bool allow_amx) {
+// y[m, n] = x[m, k] . W^T (GEMM or GEMV). Weights cache-resident after the first iteration, or
+// (from_dram) streamed from DRAM as in a model's pass, where each weight is read once: copies of
+// the matrix, 1 GiB in all (past any L3 of our machines), cycled.
+void BM_matmul(benchmark::State& state, WType type, bool allow_amx, bool from_dram) {
   const laya::kernels::KernelTable& tab = allow_amx ? table() : table_no_amx();
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
@@ -125,36 +127,13 @@ void BM_matmul(benchmark::State& state, WType type, bool allow_amx) {
   const laya::kernels::ThreadPool* pool = threads > 1 ? workers.view() : nullptr;
   const MatmulKernel& kern = tab.matmul[static_cast<int>(type)];
   Rng rng;
-  HugeBuffer packed = packed_weights(kern, type, n, k, rng);
-  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
-  for (float& v : x) v = rng.next();
-  HugeBuffer scratch(kern.scratch_bytes(m, n, k, threads));
-  for (auto _ : state) {
-    kern.run(packed.p, x.data(), k, y.data(), n, nullptr, m, n, k, scratch.p, pool);
-    benchmark::ClobberMemory();
-  }
-  // % of `threads` x the 1-core peak.
-  const bool amx_run = allow_amx && amx() && type == WType::kBF16 && m > 1;
-  laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k),
-                            peak_for(type, amx_run, m == 1) * threads);
-  state.SetLabel(amx_run ? "AVX3 + AMX" : tab.isa);
-}
-
-// GEMM with its weights streamed from DRAM, as in a model's pass (each weight read once): copies
-// of the matrix, 1 GiB in all (past any L3 of our machines), cycled.
-void BM_matmul_dram(benchmark::State& state, WType type) {
-  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  const int threads = static_cast<int>(state.range(3));
-  laya::hal::cpu::ArenaPool workers(threads);  // the runtime's pool (hal/cpu)
-  workers.warm_up(5000);
-  const laya::kernels::ThreadPool* pool = threads > 1 ? workers.view() : nullptr;
-  const MatmulKernel& kern = table().matmul[static_cast<int>(type)];
-  Rng rng;
   const uint64_t bytes = kern.packed_bytes(n, k);
-  const size_t mats = static_cast<size_t>(std::max<uint64_t>(2, (uint64_t{1} << 30) / bytes));
+  const size_t copies =
+      from_dram ? static_cast<size_t>(std::max<uint64_t>(2, (uint64_t{1} << 30) / bytes)) : 1;
   std::vector<HugeBuffer> packed;
+  packed.reserve(copies);
   packed.push_back(packed_weights(kern, type, n, k, rng));
-  for (size_t i = 1; i < mats; ++i) {
+  for (size_t i = 1; i < copies; ++i) {
     packed.emplace_back(bytes);
     std::memcpy(packed.back().p, packed.front().p, bytes);
   }
@@ -165,12 +144,17 @@ void BM_matmul_dram(benchmark::State& state, WType type) {
   for (auto _ : state) {
     kern.run(packed[i].p, x.data(), k, y.data(), n, nullptr, m, n, k, scratch.p, pool);
     benchmark::ClobberMemory();
-    i = (i + 1) % mats;
+    i = (i + 1) % copies;
   }
-  const bool amx_run = amx() && type == WType::kBF16;
+  // % of `threads` x the 1-core peak.
+  const bool amx_run = allow_amx && amx() && type == WType::kBF16 && m > 1;
   laya::bench::report_flops(state, 2.0 * static_cast<double>(m * n * k),
-                            peak_for(type, amx_run, false) * threads);
-  state.SetLabel(amx_run ? "AVX3 + AMX" : table().isa);
+                            peak_for(type, amx_run, m == 1) * threads);
+  state.SetLabel(amx_run ? "AVX3 + AMX" : tab.isa);
+}
+
+void BM_matmul_dram(benchmark::State& state, WType type) {
+  BM_matmul(state, type, /*allow_amx=*/true, /*from_dram=*/true);
 }
 
 // m = 1 with weights streamed from DRAM: 4 matrices of 64 MiB, cycled.
@@ -199,6 +183,7 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
   state.SetLabel(table().isa);
 }
 
+#define GEMM_TIMING Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime()
 #define GEMM_SHAPES                    \
   ArgNames({"m", "k", "n", "threads"}) \
       ->Args({512, 512, 512, 1})       \
@@ -219,15 +204,13 @@ void BM_gemv_dram(benchmark::State& state, WType type) {
       ->Args({256, 1024, 5248, 2})     \
       ->Args({512, 1024, 1024, 2})     \
       ->Args({512, 2624, 1024, 2})     \
-      ->Unit(benchmark::kMicrosecond)  \
-      ->MeasureProcessCPUTime()        \
-      ->UseRealTime()
+      ->GEMM_TIMING
 
-BENCHMARK_CAPTURE(BM_matmul, f32, WType::kF32, true)->GEMM_SHAPES;
-BENCHMARK_CAPTURE(BM_matmul, f16, WType::kF16, true)->GEMM_SHAPES;
-BENCHMARK_CAPTURE(BM_matmul, bf16, WType::kBF16, true)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f32, WType::kF32, true, false)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, f16, WType::kF16, true, false)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, bf16, WType::kBF16, true, false)->GEMM_SHAPES;
 // Where AMX is usable, also the vdpbf16ps kernels it replaces (same shapes).
-BENCHMARK_CAPTURE(BM_matmul, bf16_no_amx, WType::kBF16, false)->GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_matmul, bf16_no_amx, WType::kBF16, false, false)->GEMM_SHAPES;
 #define GEMM_DRAM_SHAPES               \
   ArgNames({"m", "k", "n", "threads"}) \
       ->Args({128, 1024, 5248, 1})     \
@@ -236,9 +219,7 @@ BENCHMARK_CAPTURE(BM_matmul, bf16_no_amx, WType::kBF16, false)->GEMM_SHAPES;
       ->Args({256, 1024, 5248, 1})     \
       ->Args({512, 1024, 1024, 1})     \
       ->Args({128, 1024, 5248, 2})     \
-      ->Unit(benchmark::kMicrosecond)  \
-      ->MeasureProcessCPUTime()        \
-      ->UseRealTime()
+      ->GEMM_TIMING
 BENCHMARK_CAPTURE(BM_matmul_dram, f32, WType::kF32)->GEMM_DRAM_SHAPES;
 BENCHMARK_CAPTURE(BM_matmul_dram, bf16, WType::kBF16)->GEMM_DRAM_SHAPES;
 #define DRAM_THREADS \
