@@ -791,15 +791,20 @@ Status CpuBackend::run_step(const CpuExecutable& e, const Step& s, const ExecCon
       table_.glu(s.attrs.act, f32(s.in[0]), f32(s.out), s.rows, s.dim / 2, pool);
       return Status::ok();
     case ir::Op::kSplit: {
+      // Rows split over the workers (each row's parts copied by one of them).
       const float* x = f32(s.in[0]);
-      int64_t col = 0;
-      for (size_t i = 0; i < s.outs.size(); ++i) {
-        const int64_t w = s.attrs.sizes[i];
-        float* y = f32(s.outs[i]);
-        for (int64_t r = 0; r < s.rows; ++r)
-          std::memcpy(y + r * w, x + r * s.dim + col, static_cast<size_t>(w) * sizeof(float));
-        col += w;
-      }
+      const int threads = pool != nullptr ? std::max(pool->n_threads, 1) : 1;
+      kernels::parallel_for(
+          pool, s.rows, (s.rows + threads - 1) / threads, [&](int64_t r0, int64_t r1) {
+            int64_t col = 0;
+            for (size_t i = 0; i < s.outs.size(); ++i) {
+              const int64_t w = s.attrs.sizes[i];
+              float* y = f32(s.outs[i]);
+              for (int64_t r = r0; r < r1; ++r)
+                std::memcpy(y + r * w, x + r * s.dim + col, static_cast<size_t>(w) * sizeof(float));
+              col += w;
+            }
+          });
       return Status::ok();
     }
     case ir::Op::kKvWrite: {

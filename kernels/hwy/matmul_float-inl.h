@@ -531,27 +531,41 @@ LAYA_MMF_AMX_ATTR HWY_NOINLINE void block(const uint8_t* HWY_RESTRICT a,
     _tile_zero(2);
     _tile_zero(3);
   }
+  // Software-pipelined: each tile is reloaded as soon as its last product of the step has been
+  // issued (tiles are not renamed, so a load waits for the products reading the old contents),
+  // and the next step's hi A and B tiles load under this step's last lo products. Each C tile
+  // still sums hi then lo, step by step, as before.
+  _tile_loadd(6, b, kNR * 4);
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a + 1024, 64);
+  _tile_loadd(7, b + 64, kNR * 4);
   for (int64_t q = 0; q < steps; ++q) {
     const uint8_t* aq = a + q * kStepBytes;
-    const uint8_t* bq = b + q * kPanelStepBytes;
     if (pf != nullptr) {
       for (int64_t i = 0; i < pf_lines; ++i)
         _mm_prefetch(reinterpret_cast<const char*>(pf + (q * pf_lines + i) * 64), _MM_HINT_T1);
     }
-    _tile_loadd(6, bq, kNR * 4);
-    _tile_loadd(7, bq + 64, kNR * 4);
-    _tile_loadd(4, aq, 64);
-    _tile_loadd(5, aq + 1024, 64);
     _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    _tile_dpbf16ps(1, 4, 7);
     _tile_loadd(4, aq + 2048, 64);
+    _tile_dpbf16ps(3, 5, 7);
     _tile_loadd(5, aq + 3072, 64);
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
+    if (q + 1 == steps) {
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+      break;
+    }
+    const uint8_t* an = aq + kStepBytes;
+    const uint8_t* bn = b + (q + 1) * kPanelStepBytes;
+    _tile_loadd(4, an, 64);
     _tile_dpbf16ps(2, 5, 6);
+    _tile_loadd(6, bn, kNR * 4);
     _tile_dpbf16ps(3, 5, 7);
+    _tile_loadd(5, an + 1024, 64);
+    _tile_loadd(7, bn + 64, kNR * 4);
   }
   _tile_stored(0, c, ldc * 4);
   _tile_stored(1, c + 16, ldc * 4);
