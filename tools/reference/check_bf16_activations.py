@@ -51,7 +51,8 @@ def group_names(model, group):
     if group == "all":
         return names
     parts = {"mlp": ("mlp.Wi", "mlp.Wo"), "encoder": ENCODER_PARTS}.get(group, (group,))
-    picked = [n for n in names if n.startswith("encoder.layers.") and n.endswith(tuple(p + ".weight" for p in parts))]
+    ends = tuple(p + ".weight" for p in parts)
+    picked = [n for n in names if n.startswith("encoder.layers.") and n.endswith(ends)]
     if not picked:
         raise SystemExit("group %r matches no matrix" % group)
     return picked
