@@ -91,13 +91,9 @@ def main():
     tok = agent.tok
     doc = json.load(open(os.path.join(ckpt, "precision-cases.json")))
     batches = []
-    for case in doc["cases"]:
-        r0 = 0
-        for fw in case["forwards"]:
-            rows = case["rows"][r0:r0 + fw["rows"]]
-            r0 += fw["rows"]
-            b = mpc.batch_arrays(rows, fw, tok.pad_token_id)
-            batches.append((rows, fw, {k: torch.from_numpy(b[k]) for k in KEYS}))
+    for rows, fw in mpc.recorded_forwards(doc["cases"]):
+        b = mpc.batch_arrays(rows, fw, tok.pad_token_id)
+        batches.append((rows, fw, {k: torch.from_numpy(b[k]) for k in KEYS}))
 
     model = mpc.rounded_weights(agent.model.eval(), "bf16")
     params = dict(model.named_parameters())

@@ -64,15 +64,11 @@ doc = json.load(open(os.path.join(CKPT, "precision-cases.json")))
 # eval batches, as make_precision_cases.py replays them
 EVAL = []
 eval_ids = set()
-for case in doc["cases"]:
-    r0 = 0
-    for fw in case["forwards"]:
-        rows = case["rows"][r0:r0 + fw["rows"]]
-        r0 += fw["rows"]
-        b = mpc.batch_arrays(rows, fw, tok.pad_token_id)
-        EVAL.append((rows, fw, {k: torch.from_numpy(b[k]) for k in KEYS}))
-        for r in rows:
-            eval_ids.add(tuple(r["input_ids"]))
+for rows, fw in mpc.recorded_forwards(doc["cases"]):
+    b = mpc.batch_arrays(rows, fw, tok.pad_token_id)
+    EVAL.append((rows, fw, {k: torch.from_numpy(b[k]) for k in KEYS}))
+    for r in rows:
+        eval_ids.add(tuple(r["input_ids"]))
 log("eval: %d forwards, %d rows" % (len(EVAL), sum(len(e[0]) for e in EVAL)))
 
 

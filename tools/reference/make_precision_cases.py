@@ -91,6 +91,15 @@ def make_case(seed):
     return {"call": "predict", "args": {"state": make_state(rng), "questions": qs}}
 
 
+def recorded_forwards(cases):
+    """(rows, forward) for every recorded forward pass of the cases, its rows in order."""
+    for case in cases:
+        r0 = 0
+        for fw in case["forwards"]:
+            yield case["rows"][r0:r0 + fw["rows"]], fw
+            r0 += fw["rows"]
+
+
 def batch_arrays(rows, fw, pad_id, min_markers=1):
     import numpy as np
     L, K = fw["seq_len"], max(min_markers, fw["marker_width"])
@@ -207,44 +216,40 @@ def main():
 
     stats = {name: {"agree": 0, "rows": 0, "dp": 0.0, "dpt": 0.0, "dact": 0.0} for name in peers}
     margins = []
-    for case in recorded:
-        r0 = 0
-        for fw in case["forwards"]:
-            rows = case["rows"][r0:r0 + fw["rows"]]
-            r0 += fw["rows"]
-            fw["peers"] = {}
-            b = batch_arrays(rows, fw, tok.pad_token_id)
-            with torch.no_grad():
-                lg, act = agent_bf16._infer({k: torch.from_numpy(v) for k, v in b.items()})
-            fw["peers"]["torch_bf16"] = {"logits": [[reftools.f32(v) for v in r] for r in lg.float()],
-                                         "act_logits": [[reftools.f32(v) for v in r] for r in act.float()]}
-            for name, m in rounded.items():
-                with torch.no_grad():
-                    lg, act = m(*(torch.from_numpy(b[k]) for k in
-                                  ("input_ids", "attention_mask", "marker_pos", "marker_mask", "qtype")))
-                fw["peers"][name] = {"logits": [[reftools.f32(v) for v in r] for r in lg.float()],
+    for rows, fw in recorded_forwards(recorded):
+        fw["peers"] = {}
+        b = batch_arrays(rows, fw, tok.pad_token_id)
+        with torch.no_grad():
+            lg, act = agent_bf16._infer({k: torch.from_numpy(v) for k, v in b.items()})
+        fw["peers"]["torch_bf16"] = {"logits": [[reftools.f32(v) for v in r] for r in lg.float()],
                                      "act_logits": [[reftools.f32(v) for v in r] for r in act.float()]}
-            for name, sess in sessions.items():
-                bo = batch_arrays(rows, fw, tok.pad_token_id, min_markers=2)  # the export takes top two
-                lg, act = sess.run(["logits", "act_logits"], bo)
-                fw["peers"][name] = {"logits": [[reftools.f32(v) for v in r[:fw["marker_width"]]] for r in lg],
-                                     "act_logits": [[reftools.f32(v) for v in r] for r in act]}
-            for i, r in enumerate(rows):
-                k = len(r["markers"])
-                ref = fw["logits"][i][:k]
-                t = temperature(agent, r["qtype"], k)
-                p, pt = softmax(ref), softmax(ref, t)
-                srt = np.sort(pt)[::-1]
-                margins.append(float(srt[0] - srt[1]) if k > 1 else 1.0)
-                pa = softmax(fw["act_logits"][i])
-                for name, peer in fw["peers"].items():
-                    s = stats[name]
-                    q = peer["logits"][i][:k]
-                    s["rows"] += 1
-                    s["agree"] += int(np.argmax(q) == np.argmax(ref))
-                    s["dp"] = max(s["dp"], float(np.abs(softmax(q) - p).max()))
-                    s["dpt"] = max(s["dpt"], float(np.abs(softmax(q, t) - pt).max()))
-                    s["dact"] = max(s["dact"], float(abs(softmax(peer["act_logits"][i])[0] - pa[0])))
+        for name, m in rounded.items():
+            with torch.no_grad():
+                lg, act = m(*(torch.from_numpy(b[k]) for k in
+                              ("input_ids", "attention_mask", "marker_pos", "marker_mask", "qtype")))
+            fw["peers"][name] = {"logits": [[reftools.f32(v) for v in r] for r in lg.float()],
+                                 "act_logits": [[reftools.f32(v) for v in r] for r in act.float()]}
+        for name, sess in sessions.items():
+            bo = batch_arrays(rows, fw, tok.pad_token_id, min_markers=2)  # the export takes top two
+            lg, act = sess.run(["logits", "act_logits"], bo)
+            fw["peers"][name] = {"logits": [[reftools.f32(v) for v in r[:fw["marker_width"]]] for r in lg],
+                                 "act_logits": [[reftools.f32(v) for v in r] for r in act]}
+        for i, r in enumerate(rows):
+            k = len(r["markers"])
+            ref = fw["logits"][i][:k]
+            t = temperature(agent, r["qtype"], k)
+            p, pt = softmax(ref), softmax(ref, t)
+            srt = np.sort(pt)[::-1]
+            margins.append(float(srt[0] - srt[1]) if k > 1 else 1.0)
+            pa = softmax(fw["act_logits"][i])
+            for name, peer in fw["peers"].items():
+                s = stats[name]
+                q = peer["logits"][i][:k]
+                s["rows"] += 1
+                s["agree"] += int(np.argmax(q) == np.argmax(ref))
+                s["dp"] = max(s["dp"], float(np.abs(softmax(q) - p).max()))
+                s["dpt"] = max(s["dpt"], float(np.abs(softmax(q, t) - pt).max()))
+                s["dact"] = max(s["dact"], float(abs(softmax(peer["act_logits"][i])[0] - pa[0])))
     m = np.array(margins)
     summary = {
         "questions": len(margins),
