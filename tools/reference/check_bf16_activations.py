@@ -26,7 +26,6 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
@@ -38,14 +37,8 @@ KEYS = ("input_ids", "attention_mask", "marker_pos", "marker_mask", "qtype")
 ENCODER_PARTS = ("attn.Wqkv", "attn.Wo", "mlp.Wi", "mlp.Wo")
 
 
-def rounded_matrices(model):
-    """Names of the matrices the converter rounds (mpc.rounded_weights' rule)."""
-    return [n for n, p in model.named_parameters()
-            if not (p.dim() != 2 or "tok_embeddings" in n or n.startswith("type_emb"))]
-
-
 def group_names(model, group):
-    names = rounded_matrices(model)
+    names = mpc.rounded_matrix_names(model)
     if group == "none":
         return []
     if group == "all":
@@ -112,11 +105,10 @@ def main():
                 for i, r in enumerate(rows):
                     k = len(r["markers"])
                     got = [run_laya_cases.f32(v) for v in logits[i, :k].float()]
-                    ref = fw["logits"][i][:k]
-                    t = mpc.temperature(agent, r["qtype"], k)
+                    a, d = mpc.compare_tempered(agent, r, got, fw["logits"][i][:k])
                     n += 1
-                    agree += int(np.argmax(got) == np.argmax(ref))
-                    worst = max(worst, float(np.abs(mpc.softmax(got, t) - mpc.softmax(ref, t)).max()))
+                    agree += a
+                    worst = max(worst, d)
         ok = agree / n >= 0.995 and worst <= 0.01
         print("x in bf16 before %-10s (%3d matrices): %d/%d agree (%.2f%%), max tempered |dp| %.4f%s"
               % (group, len(names), agree, n, 100.0 * agree / n, worst, "  meets both bars" if ok else ""))

@@ -82,12 +82,9 @@ def evaluate(model):
         lg = [[run_laya_cases.f32(v) for v in r] for r in lg.float()]
         for i, r in enumerate(rows):
             k = len(r["markers"])
-            ref = fw["logits"][i][:k]
-            t = mpc.temperature(agent, r["qtype"], k)
-            q = lg[i][:k]
+            a, d = mpc.compare_tempered(agent, r, lg[i][:k], fw["logits"][i][:k])
             n += 1
-            agree += int(np.argmax(q) == np.argmax(ref))
-            d = float(np.abs(mpc.softmax(q, t) - mpc.softmax(ref, t)).max())
+            agree += a
             per.append(d)
             dpt = max(dpt, d)
     return agree, n, dpt, np.array(per)
@@ -133,12 +130,7 @@ log("calibration: gen=%s seed=%d, %d requests (%d skipped), %d question rows, %d
 
 
 # ------------------------------------------------------------------------------ matrices
-def matrix_names(model):
-    return [name for name, p in model.named_parameters()
-            if not (p.dim() != 2 or "tok_embeddings" in name or name.startswith("type_emb"))]
-
-
-NAMES = matrix_names(base)
+NAMES = mpc.rounded_matrix_names(base)
 # forward order
 ORDER = []
 for l in range(len(base.encoder.layers)):

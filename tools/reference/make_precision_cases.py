@@ -117,14 +117,21 @@ def batch_arrays(rows, fw, pad_id, min_markers=1):
     return {"input_ids": ids, "attention_mask": att, "marker_pos": mpos, "marker_mask": mmask, "qtype": qtype}
 
 
+def rounded_matrix_names(model):
+    """The parameters `--dtype bf16 | int8` rounds: the 2-D weights but the embedding tables."""
+    return [name for name, p in model.named_parameters()
+            if p.dim() == 2 and "tok_embeddings" not in name and not name.startswith("type_emb")]
+
+
 def rounded_weights(model, how):
-    """A copy of `model` whose matrices (2-D weights but the embedding tables) are rounded."""
+    """A copy of `model` whose matrices (rounded_matrix_names) are rounded."""
     import copy
     import torch
     m = copy.deepcopy(model).eval()
+    names = set(rounded_matrix_names(m))
     with torch.no_grad():
         for name, p in m.named_parameters():
-            if p.dim() != 2 or "tok_embeddings" in name or name.startswith("type_emb"):
+            if name not in names:
                 continue
             if how == "bf16":
                 p.copy_(p.bfloat16().float())
@@ -140,6 +147,14 @@ def temperature(agent, qtype, k):
     name = {v: kk for kk, v in QTYPES.items()}[qtype]
     size = "2" if k <= 2 else "3-5" if k <= 5 else "6-10" if k <= 10 else "11+"
     return agent.temperature_by_options.get("%s:%s" % (name, size), agent.temperature[qtype])
+
+
+def compare_tempered(agent, row, got, ref):
+    """(1 if the argmax of the option logits `got` is that of `ref`, else 0; max |dp| between their
+    softmaxes at the row's temperature) for one recorded question row."""
+    import numpy as np
+    t = temperature(agent, row["qtype"], len(row["markers"]))
+    return int(np.argmax(got) == np.argmax(ref)), float(np.abs(softmax(got, t) - softmax(ref, t)).max())
 
 
 def softmax(x, t=1.0):
