@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/json.h"
-#include "runtime/laya/decision.h"
-#include "runtime/laya/model_tokenizer.h"
-#include "runtime/laya/router.h"
+#include "runtime/text/json.h"
+#include "runtime/decisions/decision.h"
+#include "runtime/decisions/model_tokenizer.h"
+#include "runtime/decisions/router.h"
 
 namespace {
 

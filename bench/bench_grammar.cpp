@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/constrained_sampling.h"
-#include "runtime/grammar/token_automaton.h"
-#include "runtime/grammar/vocab.h"
-#include "runtime/json.h"
+#include "runtime/decisions/constrained_sampling.h"
+#include "runtime/decisions/grammar/token_automaton.h"
+#include "runtime/decisions/grammar/vocab.h"
+#include "runtime/text/json.h"
 #include "runtime/sampler.h"
 
 namespace {

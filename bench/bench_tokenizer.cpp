@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/json.h"
-#include "runtime/tokenizer/llama_vocab.h"
-#include "runtime/tokenizer/tokenizer.h"
-#include "runtime/tokenizer/tokenizer_json.h"
+#include "runtime/text/json.h"
+#include "runtime/text/tokenizer/llama_vocab.h"
+#include "runtime/text/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer_json.h"
 
 namespace {
 

@@ -12,7 +12,7 @@ again), decision i uses scenario i % 3. Constrained: the example's body (system,
 fallback, max_tokens) with `states` in batches of --batch states per laya-run process (one model
 load per batch; the prefix cache keeps the system + schema block). Unconstrained: the same
 states (the first --unconstrained, default all --decisions), the same prompt text rendered as
-runtime/decoder_decide.h renders it (SmolLM2's ChatML), greedy, through laya-run generate
+runtime/decisions/decoder_decide.h renders it (SmolLM2's ChatML), greedy, through laya-run generate
 --prompts-file (--batch prompts of one scenario per process, the prefix cache keeping the shared
 block) --stop-after-json, at most --unconstrained-tokens new tokens; the reply's first JSON
 object (the text from its first '{' read with json.JSONDecoder.raw_decode) must parse and

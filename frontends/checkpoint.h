@@ -14,7 +14,7 @@
 #include "frontends/import.h"
 #include "frontends/safetensors.h"
 #include "ir/builder.h"
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 
 namespace laya::frontends {
 

@@ -197,7 +197,7 @@ Result<DecoderParams> decoder_params(const File& f);
 // The tokenizer as GGUF stores it (tokenizer.ggml.*; llama.cpp's vocabulary loader reads the same
 // keys). Views point into the File. Ids are -1 when the key is absent; add_bos / add_eos are -1
 // (absent), 0 or 1. token_type / scores are empty when absent, else one per token. The tokenizer
-// library (runtime/tokenizer*) builds its own spec from these fields.
+// library (runtime/text/tokenizer) builds its own spec from these fields.
 struct TokenizerData {
   std::string_view
       model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE), "llama" (SentencePiece)...

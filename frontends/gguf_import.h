@@ -64,7 +64,7 @@ Result<std::shared_ptr<const File>> embedded_vocab(const ir::Graph& g);
 
 // `--decision-config FILE`: a JSON object with optional keys "temperature" (a list of 3 numbers:
 // choice, score, noul) and "temperature_by_options" (an object "<type>:<bucket>" -> number, type
-// one of choice / score / noul, bucket one of 2, 3-5, 6-10, 11+: runtime/laya/answers.h
+// one of choice / score / noul, bucket one of 2, 3-5, 6-10, 11+: runtime/decisions/answers.h
 // temp_bucket). Every temperature must be a finite number > 0; any other key is an error (a typo
 // must not silently leave a temperature at 1.0). Absent keys keep 1.0. kInvalidArgument naming the
 // file and the key; kIoError when the file cannot be read. The result has `present` set.

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "runtime/tokenizer/llama_vocab.h"
+#include "runtime/text/tokenizer/llama_vocab.h"
 
 namespace laya::frontends::gguf {
 

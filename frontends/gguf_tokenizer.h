@@ -1,5 +1,5 @@
 // The tokenizer of a GGUF file (tokenizer.ggml.*: frontends/gguf.h tokenizer_data) as a
-// tok::Tokenizer that tokenizes as llama.cpp does (runtime/tokenizer/llama_vocab.h). Encoding with
+// tok::Tokenizer that tokenizes as llama.cpp does (runtime/text/tokenizer/llama_vocab.h). Encoding with
 // EncodeOptions::add_special_tokens adds BOS (and EOS) per the file's add_bos_token /
 // add_eos_token, else llama.cpp's default for the vocabulary: llama_tokenize(add_special = true,
 // parse_special = true).
@@ -9,7 +9,7 @@
 
 #include "frontends/gguf.h"
 #include "ir/status.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer.h"
 
 namespace laya::frontends::gguf {
 

@@ -14,7 +14,7 @@
 // name the file, the tensor and both shapes. Nothing is copied into the heap on the way: see
 // WeightFormat.
 //
-// ---- The Laya decision graph (the contract with the decision path, runtime/laya*) ---------------
+// ---- The Laya decision graph (the contract with the decision path, runtime/decisions) ---------------
 //
 // Question rows of one request run PACKED: the R rows (one per question, per state for batches)
 // are concatenated into one sequence of T tokens; attention only sees keys of the same row

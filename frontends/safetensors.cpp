@@ -11,7 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 
 namespace laya::frontends {
 

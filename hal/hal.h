@@ -53,7 +53,7 @@
 namespace laya::hal {
 
 // Bumped on any change to this header that breaks a backend; checked by Registry::add.
-inline constexpr uint32_t kApiVersion = 4;  // 4: Backend::state_written
+inline constexpr uint32_t kApiVersion = 5;  // 4: Backend::state_written; 5: BackendInfo::workers
 
 // ---- what a backend is -----------------------------------------------------------------------
 
@@ -291,10 +291,24 @@ struct BackendOptions {
   std::string get(const std::string& key, const std::string& def) const;
 };
 
+// Host threads a backend keeps for the sessions of a device (the CPU backend's oneTBB workers),
+// so that a runtime::Device can start them once and hold them without knowing the backend.
+class Workers {
+ public:
+  virtual ~Workers() = default;
+  // Threads including the caller (>= 1): the cores this process may use.
+  virtual int n_threads() const = 0;
+  // Waits up to `timeout_ms` until every worker runs; returns how many do.
+  virtual int warm_up(int timeout_ms) = 0;
+};
+
 struct BackendInfo {
   uint32_t api_version = kApiVersion;  // the kApiVersion the backend was compiled against
   const char* name = "";
   Result<std::unique_ptr<Backend>> (*create)(const BackendOptions& opts) = nullptr;
+  // Optional: the process's workers of this backend, shared by every holder (a device holds them
+  // while it lives). Null for a backend that runs on no host threads of its own.
+  std::shared_ptr<Workers> (*workers)() = nullptr;
 };
 
 // A backend the registry refused, and why (e.g. built against another kApiVersion).

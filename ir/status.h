@@ -37,10 +37,10 @@ namespace laya {
   X(kResourceExhausted, 104, "memory region too small")                            \
   X(kIndexOutOfRange, 105, "index read from a tensor is out of range")             \
   X(kDeadlineExceeded, 106, "deadline passed")                                     \
-  /* 11x: a decision request is refused (the HTTP status) */                       \
-  X(kRequestInvalid, 110, "bad request (HTTP 400)")                                \
-  X(kRequestTooLarge, 111, "request over a limit (HTTP 413)")                      \
-  X(kRequestUnprocessable, 112, "request cannot be answered (HTTP 422)")           \
+  /* 11x: a decision request is refused (upstream's error classes) */              \
+  X(kRequestInvalid, 110, "malformed request")                                     \
+  X(kRequestTooLarge, 111, "request over a limit")                                 \
+  X(kRequestUnprocessable, 112, "request cannot be answered")                      \
   /* 2xx: the model file is unreadable or inconsistent */                          \
   X(kIoError, 200, "i/o error")                                                    \
   X(kFileEmpty, 201, "file is empty")                                              \
@@ -78,19 +78,6 @@ enum class StatusCode : uint16_t {
 const char* status_code_name(StatusCode code);
 inline bool status_is_file_error(StatusCode c) {
   return static_cast<uint16_t>(c) >= 200 && static_cast<uint16_t>(c) < 300;
-}
-// The HTTP status a refused decision request maps to (400 / 413 / 422), else 0.
-inline int status_http_status(StatusCode c) {
-  switch (c) {
-    case StatusCode::kRequestInvalid:
-      return 400;
-    case StatusCode::kRequestTooLarge:
-      return 413;
-    case StatusCode::kRequestUnprocessable:
-      return 422;
-    default:
-      return 0;
-  }
 }
 inline bool status_is_graph_error(StatusCode c) {
   return static_cast<uint16_t>(c) >= 300 && static_cast<uint16_t>(c) < 400;

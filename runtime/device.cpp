@@ -12,8 +12,6 @@
 #include <tuple>
 #include <utility>
 
-#include "hal/cpu/thread_pool.h"
-
 namespace laya::runtime {
 
 class Device::Cache final : public hal::WeightCache {
@@ -166,11 +164,14 @@ Result<std::shared_ptr<Device>> Device::create(const DeviceOptions& opts) {
   if (opts.n_threads < 0)
     return status_error(StatusCode::kInvalidArgument, "device: n_threads %d < 0", opts.n_threads);
   std::shared_ptr<Device> d(new Device());
-  std::shared_ptr<hal::cpu::ArenaPool> pool = hal::cpu::ArenaPool::shared();
-  const int cores = hal::cpu::ArenaPool::max_threads();
+  // The workers of the first backend that keeps host threads (the CPU backend's pool); a build
+  // without one runs every session on its caller's thread.
+  for (const hal::BackendInfo& b : hal::builtin_registry().list())
+    if (b.workers != nullptr && d->workers_ == nullptr) d->workers_ = b.workers();
+  const int cores = d->workers_ != nullptr ? d->workers_->n_threads() : 1;
   d->shared_.max_threads = opts.n_threads == 0 ? cores : std::min(opts.n_threads, cores);
-  (void)pool->warm_up(500);  // its workers start now, not at some session's first bind
-  d->arena_ = std::move(pool);
+  // Workers start now, not at some session's first bind.
+  if (d->workers_ != nullptr) (void)d->workers_->warm_up(500);
   if (opts.share_weights) {
     d->cache_ = std::make_unique<Cache>();
     d->shared_.weights = d->cache_.get();
@@ -185,11 +186,11 @@ std::shared_ptr<Device> Device::process_default() {
 }
 
 int Device::arena_threads() const {
-  return static_cast<hal::cpu::ArenaPool*>(arena_.get())->n_threads();
+  return workers_ != nullptr ? workers_->n_threads() : 1;
 }
 
 int Device::arena_workers_running() const {
-  return static_cast<hal::cpu::ArenaPool*>(arena_.get())->warm_up(0);
+  return workers_ != nullptr ? workers_->warm_up(0) : 0;
 }
 
 WeightCacheStats Device::weight_stats() const {

@@ -5,9 +5,10 @@
 //   auto prefill = Session::prepare(graph, so);         // both sessions of one graph ...
 //   auto decode  = Session::prepare(graph, so_decode);  // ... share one set of packed weights
 //
-// Threads: the CPU backend of every session takes its threads from the process's one oneTBB arena
-// (hal/cpu/thread_pool.h: ArenaPool::shared(), all cores this process may use), which a device
-// holds, so its workers start once and stay (no session waits for them). A device caps the threads
+// Threads: a device holds the host workers of the backends that keep them (hal::Workers, found
+// through the registry: the CPU backend's one oneTBB arena of all cores this process may use,
+// hal/cpu/thread_pool.h), so they start once and stay (no session waits for them); the device
+// itself names no backend. A device caps the threads
 // of its sessions at DeviceOptions::n_threads (itself capped at the cores); a session asking fewer
 // (BackendOptions::n_threads) gets fewer. Policy when sessions run at once (from different
 // threads): the arena serves one job at a time; a job posted while its workers are idle gets them
@@ -86,7 +87,7 @@ class Device {
   class Cache;
   Device() = default;
 
-  std::shared_ptr<void> arena_;  // keeps the process arena (and its running workers) alive
+  std::shared_ptr<hal::Workers> workers_;  // keeps a backend's workers running (null: none)
   std::unique_ptr<Cache> cache_;
   hal::SharedResources shared_;
 };

@@ -1,5 +1,5 @@
 // Next-token sampling from one row of logits, optionally restricted by an allowed-token bitset
-// (runtime/grammar/token_automaton.h).
+// (runtime/decisions/grammar/token_automaton.h).
 //
 //   LAYA_ASSIGN_OR_RETURN(Sampler s, Sampler::create({.temperature = 0.7f, .top_p = 0.9f,
 //                                                     .seed = 42}, n_vocab));

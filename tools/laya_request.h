@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 #include "runtime/session.h"
 
 namespace laya::tools {

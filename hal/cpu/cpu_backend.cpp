@@ -975,10 +975,32 @@ Result<std::unique_ptr<Backend>> create(const BackendOptions& opts) {
 }  // namespace
 }  // namespace cpu
 
+namespace cpu {
+namespace {
+
+// The process pool as hal::Workers (a device holds it; runtime/device.h).
+class PoolWorkers final : public Workers {
+ public:
+  explicit PoolWorkers(std::shared_ptr<ArenaPool> pool) : pool_(std::move(pool)) {}
+  int n_threads() const override { return ArenaPool::max_threads(); }
+  int warm_up(int timeout_ms) override { return pool_->warm_up(timeout_ms); }
+
+ private:
+  std::shared_ptr<ArenaPool> pool_;
+};
+
+std::shared_ptr<Workers> workers() {
+  return std::make_shared<PoolWorkers>(ArenaPool::shared());
+}
+
+}  // namespace
+}  // namespace cpu
+
 void cpu_register(Registry& r) {
   BackendInfo info;
   info.name = "cpu";
   info.create = cpu::create;
+  info.workers = cpu::workers;
   (void)r.add(info);  // a refusal stays in r.refused(), which laya-run backends lists
 }
 

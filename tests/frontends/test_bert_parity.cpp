@@ -13,7 +13,7 @@
 
 #include "frontends/import.h"
 #include "ir/model_file.h"
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 #include "tests/frontends/frontends_util.h"
 #include "tests/runtime/session_util.h"
 

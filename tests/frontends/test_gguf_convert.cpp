@@ -17,7 +17,7 @@
 #include "ir/model_file.h"
 #include "runtime/decoder.h"
 #include "runtime/kv_cache.h"
-#include "runtime/laya/answers.h"
+#include "runtime/decisions/answers.h"
 #include "tests/frontends/gguf_generate_util.h"
 #include "tests/frontends/gguf_writer.h"
 #include "tests/test_files.h"

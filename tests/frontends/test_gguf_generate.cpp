@@ -20,7 +20,7 @@
 #include "frontends/gguf_decoder.h"
 #include "frontends/gguf_tokenizer.h"
 #include "runtime/decoder.h"
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 #include "runtime/kv_cache.h"
 #include "runtime/session.h"
 #include "tests/frontends/gguf_generate_util.h"

@@ -15,7 +15,7 @@
 #include "frontends/sha256.h"
 #include "ir/model_file.h"
 #include "kernels/quant.h"
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 #include "tests/frontends/frontends_util.h"
 #include "tests/ir/ir_test_util.h"
 

@@ -11,7 +11,7 @@
 #include "frontends/import.h"
 #include "frontends/safetensors.h"
 #include "ir/model_file.h"
-#include "runtime/laya/answers.h"
+#include "runtime/decisions/answers.h"
 #include "tests/frontends/frontends_util.h"
 #include "tools/laya_request.h"
 #include "tests/runtime/session_util.h"

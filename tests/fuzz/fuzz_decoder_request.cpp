@@ -1,10 +1,10 @@
-// Fuzz target: a decoder decision body (runtime/decoder_decide.h) through parse_decoder_request:
+// Fuzz target: a decoder decision body (runtime/decisions/decoder_decide.h) through parse_decoder_request:
 // `state` / `states`, `questions` (decision::parse_request) or `schema` with `fallback`,
 // `max_tokens`, `deadline_ms`, `min_confidence`, `system`. A schema request's schema is then
 // compiled against a small fixed byte-level vocabulary (every byte, some multi-byte pieces of
 // JSON text, a partial UTF-8 character, a stop token) with lowered automaton limits, and one
 // walk through its token automaton picks tokens (the stop token once allowed): a text it
-// completes must parse with runtime/json and validate against the schema, and the request's
+// completes must parse with runtime/text/json and validate against the schema, and the request's
 // fallback must validate too; the harness aborts otherwise. Any input must give a Status, never
 // a crash, a sanitizer report or a leak.
 #include <cstdint>
@@ -14,11 +14,11 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/decoder_decide.h"
-#include "runtime/grammar/schema.h"
-#include "runtime/grammar/token_automaton.h"
-#include "runtime/grammar/vocab.h"
-#include "runtime/json.h"
+#include "runtime/decisions/decoder_decide.h"
+#include "runtime/decisions/grammar/schema.h"
+#include "runtime/decisions/grammar/token_automaton.h"
+#include "runtime/decisions/grammar/vocab.h"
+#include "runtime/text/json.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 
 #include "frontends/gguf.h"
 #include "frontends/gguf_tokenizer.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer.h"
 
 namespace {
 

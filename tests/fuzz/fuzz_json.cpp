@@ -1,11 +1,11 @@
-// Fuzz target: text through runtime/json's parser (requests, tokenizer.json, configs). A document
+// Fuzz target: text through runtime/text/json's parser (requests, tokenizer.json, configs). A document
 // that parses must survive the trip through dump and parse again unchanged, in both of dump's
 // styles (one line with non-ASCII kept; indented with ensure_ascii); anything else gives a Status.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace laya;

@@ -1,4 +1,4 @@
-// Fuzz target: a /v1/systemone request body through runtime/laya: parse_request with the server's
+// Fuzz target: a /v1/systemone request body through runtime/decisions: parse_request with the server's
 // checks (and, for a body that is JSON, with the library's), then the whole decision around a
 // network that is not a model: explain_decision and run_decision tokenize the state and every
 // question's head with a tiny WordPiece tokenizer (built once from the tokenizer.json below),
@@ -15,12 +15,12 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/json.h"
-#include "runtime/laya/decision.h"
-#include "runtime/laya/request.h"
-#include "runtime/laya/sequence.h"
-#include "runtime/tokenizer/tokenizer.h"
-#include "runtime/tokenizer/tokenizer_json.h"
+#include "runtime/text/json.h"
+#include "runtime/decisions/decision.h"
+#include "runtime/decisions/request.h"
+#include "runtime/decisions/sequence.h"
+#include "runtime/text/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer_json.h"
 
 namespace {
 

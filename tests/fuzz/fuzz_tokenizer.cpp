@@ -1,4 +1,4 @@
-// Fuzz target: a tokenizer.json through runtime/tokenizer (parse_tokenizer_json: model,
+// Fuzz target: a tokenizer.json through runtime/text/tokenizer (parse_tokenizer_json: model,
 // added_tokens, normalizer, pre_tokenizer, post_processor, decoder), Tokenizer::create (the spec's
 // checks, regexes, lookup tables), then a few fixed strings through encode (plain, with the
 // special-token template, with split_special), encode_pair, decode with and without special
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/tokenizer/tokenizer.h"
-#include "runtime/tokenizer/tokenizer_json.h"
+#include "runtime/text/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer_json.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/json.h"
-#include "runtime/laya/decision.h"
+#include "runtime/text/json.h"
+#include "runtime/decisions/decision.h"
 
 namespace laya::test {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 
 namespace laya::test {
 

@@ -1,4 +1,4 @@
-// Test helpers for runtime/grammar: random schemas of the supported subset, random valid
+// Test helpers for runtime/decisions/grammar: random schemas of the supported subset, random valid
 // instances of a parsed schema, and byte-level mutations of texts (seeded, reproducible).
 #pragma once
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/grammar/decimal.h"
-#include "runtime/grammar/schema.h"
-#include "runtime/json.h"
+#include "runtime/decisions/grammar/decimal.h"
+#include "runtime/decisions/grammar/schema.h"
+#include "runtime/text/json.h"
 #include "tests/runtime/grammar_util.h"
 
 namespace laya::testing {

@@ -1,4 +1,4 @@
-// Test helpers for runtime/grammar: the real SmolLM2 vocabulary (llama.cpp's pieces, recorded by
+// Test helpers for runtime/decisions/grammar: the real SmolLM2 vocabulary (llama.cpp's pieces, recorded by
 // tools/reference/make_decoder_fixtures.py) and a tiny synthetic one.
 #pragma once
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/grammar/vocab.h"
-#include "runtime/json.h"
+#include "runtime/decisions/grammar/vocab.h"
+#include "runtime/text/json.h"
 
 namespace laya::testing {
 

@@ -1,4 +1,4 @@
-// runtime/laya/calibration.h against tests/fixtures/laya-decisions/calibration.json
+// runtime/decisions/calibration.h against tests/fixtures/laya-decisions/calibration.json
 // (tools/reference/make_calibration_fixture.py): temperatures from an independent minimiser (an
 // exhaustive numpy grid over log T, float64) to 1e-4 relative, NLL / accuracy / ECE as numpy and
 // upstream's ece_score compute them, and label targets as the laya SDK's target_from_expected reads
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/laya/calibration.h"
+#include "runtime/decisions/calibration.h"
 #include "tests/runtime/fixture_util.h"
 
 namespace laya::decision {

@@ -1,4 +1,4 @@
-// runtime/chat_template: SmolLM2's (from its GGUF), Qwen2.5-Instruct's and Llama-3's templates
+// runtime/text/chat_template: SmolLM2's (from its GGUF), Qwen2.5-Instruct's and Llama-3's templates
 // render 12 conversations exactly as transformers does (tests/fixtures/decoder/chat_templates.json,
 // tools/reference/make_decoder_fixtures.py), and SmolLM2's renders tokenize to llama.cpp's ids;
 // unknown templates are refused by name.
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "frontends/gguf.h"
-#include "runtime/chat_template.h"
-#include "runtime/tokenizer/llama_vocab.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/text/chat_template.h"
+#include "runtime/text/tokenizer/llama_vocab.h"
+#include "runtime/text/tokenizer/tokenizer.h"
 #include "tests/runtime/fixture_util.h"
 #include "tests/test_files.h"
 

@@ -1,6 +1,6 @@
-// runtime/constrained_sampling: random schemas, random logits (including rows that push the
+// runtime/decisions/constrained_sampling: random schemas, random logits (including rows that push the
 // stop tokens and random tokens far up) and every sampler mode, over the real SmolLM2
-// vocabulary: every generation ends, parses with runtime/json, validates against the schema and
+// vocabulary: every generation ends, parses with runtime/text/json, validates against the schema and
 // is its canonical text. Errors of the step function.
 #include <doctest/doctest.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/constrained_sampling.h"
-#include "runtime/grammar/schema.h"
-#include "runtime/grammar/token_automaton.h"
+#include "runtime/decisions/constrained_sampling.h"
+#include "runtime/decisions/grammar/schema.h"
+#include "runtime/decisions/grammar/token_automaton.h"
 #include "tests/runtime/grammar_random.h"
 #include "tests/runtime/grammar_util.h"
 

@@ -9,11 +9,12 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/laya/answers.h"
-#include "runtime/laya/decision.h"
-#include "runtime/laya/request.h"
+#include "runtime/decisions/answers.h"
+#include "runtime/decisions/decision.h"
+#include "runtime/decisions/request.h"
 #include "tests/runtime/decision_replay.h"
 #include "tests/runtime/fixture_util.h"
+#include "tools/http_status.h"
 
 namespace laya::decision {
 namespace {
@@ -75,9 +76,9 @@ TEST_CASE("86 requests answered or refused exactly as the upstream SDK did") {
       const bool same_msg = msg.size() < Status::kMaxMessage
                                 ? msg == want
                                 : want.compare(0, msg.size() - 3, msg, 0, msg.size() - 3) == 0;
-      CHECK_MESSAGE(status_http_status(got.code()) == want_status, msg);
+      CHECK_MESSAGE(tools::http_status(got.code()) == want_status, msg);
       CHECK_MESSAGE(same_msg, "\n want " << want << "\n have " << msg);
-      errors_exact += same_msg && status_http_status(got.code()) == want_status;
+      errors_exact += same_msg && tools::http_status(got.code()) == want_status;
       continue;
     }
     REQUIRE_MESSAGE(req.is_ok(), req.status().to_string());

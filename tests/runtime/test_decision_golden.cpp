@@ -1,4 +1,4 @@
-// The decision path with our tokenizer (runtime/tokenizer) on the real ModernBERT tokenizer.json,
+// The decision path with our tokenizer (runtime/text/tokenizer) on the real ModernBERT tokenizer.json,
 // against what upstream recorded:
 //  - laya-golden/typed-decisions (real checkpoint, laya 0.4.0): every token row, marker and usage
 //    block exact, and the whole result (answers from the recorded logits, usage) exact;
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/laya/decision.h"
-#include "runtime/laya/model_tokenizer.h"
+#include "runtime/decisions/decision.h"
+#include "runtime/decisions/model_tokenizer.h"
 #include "tests/runtime/decision_replay.h"
 #include "tests/runtime/fixture_util.h"
 

@@ -1,4 +1,4 @@
-// Decisions on a decoder (runtime/decoder_decide.h) on the tiny random llama GGUF given a ChatML
+// Decisions on a decoder (runtime/decisions/decoder_decide.h) on the tiny random llama GGUF given a ChatML
 // template and a 4096-token context (tests/tools/gguf_set_keys.py at build time; its byte-level
 // vocabulary has <|im_start|> / <|im_end|>), and on the real SmolLM2 Q4_1 file when it is there
 // (tests/test_files.h smollm2_path):
@@ -22,9 +22,9 @@
 
 #include "frontends/gguf.h"
 #include "frontends/gguf_tokenizer.h"
-#include "runtime/decoder_decide.h"
-#include "runtime/grammar/schema.h"
-#include "runtime/json.h"
+#include "runtime/decisions/decoder_decide.h"
+#include "runtime/decisions/grammar/schema.h"
+#include "runtime/text/json.h"
 #include "runtime/prefix_cache.h"
 #include "tests/frontends/gguf_generate_util.h"
 #include "tests/runtime/grammar_random.h"

@@ -1,4 +1,4 @@
-// runtime/grammar: schema subset, validation, the character automaton (exactly the canonical texts
+// runtime/decisions/grammar: schema subset, validation, the character automaton (exactly the canonical texts
 // of valid instances), token masks over the real SmolLM2 vocabulary (against a brute-force walk of
 // every token), and no dead ends.
 #include <doctest/doctest.h>
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/grammar/automaton.h"
-#include "runtime/grammar/decimal.h"
-#include "runtime/grammar/schema.h"
-#include "runtime/grammar/token_automaton.h"
+#include "runtime/decisions/grammar/automaton.h"
+#include "runtime/decisions/grammar/decimal.h"
+#include "runtime/decisions/grammar/schema.h"
+#include "runtime/decisions/grammar/token_automaton.h"
 #include "tests/runtime/grammar_random.h"
 #include "tests/runtime/grammar_util.h"
 

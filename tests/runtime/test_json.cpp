@@ -1,4 +1,4 @@
-// runtime/json: Python's json.loads / json.dumps semantics, checked against data Python wrote.
+// runtime/text/json: Python's json.loads / json.dumps semantics, checked against data Python wrote.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 
 namespace laya::json {
 namespace {

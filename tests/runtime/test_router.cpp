@@ -1,13 +1,14 @@
-// runtime/laya/router + lang: routing decisions against what the upstream SDK recorded and answers.
+// runtime/decisions/router + lang: routing decisions against what the upstream SDK recorded and answers.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 
-#include "runtime/laya/lang.h"
-#include "runtime/laya/pystr.h"
-#include "runtime/laya/router.h"
+#include "runtime/decisions/lang.h"
+#include "runtime/text/pystr.h"
+#include "runtime/decisions/router.h"
 #include "tests/runtime/fixture_util.h"
+#include "tools/http_status.h"
 
 namespace laya::decision {
 namespace {
@@ -113,7 +114,7 @@ TEST_CASE("router errors name the problem with upstream's words and HTTP class")
   Result<Value> d = r->route(q);
   REQUIRE(!d.is_ok());
   CHECK(d.status().code() == StatusCode::kRequestUnprocessable);
-  CHECK(status_http_status(d.status().code()) == 422);
+  CHECK(tools::http_status(d.status().code()) == 422);
   CHECK(std::string(d.status().message()) ==
         "unknown model 'englsh'; choose one of ['english', 'multilingual', 'typed-decisions'] (or "
         "an alias: ['decisions', 'default', 'en', 'laya', 'laya-multilingual', "

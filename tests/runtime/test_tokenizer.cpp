@@ -1,4 +1,4 @@
-// runtime/tokenizer: the real ModernBERT tokenizer against the rows the upstream Laya SDK built
+// runtime/text/tokenizer: the real ModernBERT tokenizer against the rows the upstream Laya SDK built
 // with HF tokenizers, errors for malformed tokenizer.json / GGUF vocabularies, and concurrent use.
 // Id parity on the hard-string fixtures is in test_tokenizer_parity.cpp.
 #include <doctest/doctest.h>
@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/json.h"
-#include "runtime/tokenizer/llama_vocab.h"
-#include "runtime/tokenizer/tokenizer.h"
-#include "runtime/tokenizer/tokenizer_json.h"
+#include "runtime/text/json.h"
+#include "runtime/text/tokenizer/llama_vocab.h"
+#include "runtime/text/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer_json.h"
 
 namespace laya::tok {
 namespace {

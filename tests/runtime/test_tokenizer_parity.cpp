@@ -24,12 +24,12 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/json.h"
-#include "runtime/tokenizer/llama_vocab.h"
-#include "runtime/tokenizer/regex.h"
-#include "runtime/tokenizer/unicode.h"
-#include "runtime/tokenizer/tokenizer.h"
-#include "runtime/tokenizer/tokenizer_json.h"
+#include "runtime/text/json.h"
+#include "runtime/text/tokenizer/llama_vocab.h"
+#include "runtime/text/tokenizer/regex.h"
+#include "runtime/text/tokenizer/unicode.h"
+#include "runtime/text/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer_json.h"
 
 namespace laya::tok {
 namespace {

@@ -1,8 +1,8 @@
 // Character classes against HF, code point by code point (tests/fixtures/tokenizers/
 // unicode-classes.json, recorded by tools/reference/make_tokenizer_cases.py from HF `tokenizers`):
-//  - regex classes: what the Oniguruma -> PCRE2 translation (runtime/tokenizer/regex.h) matches,
+//  - regex classes: what the Oniguruma -> PCRE2 translation (runtime/text/tokenizer/regex.h) matches,
 //    identical everywhere except on code points PCRE2 10.42's Unicode 14 tables do not know;
-//  - the utf8proc classes behind the normalizers and pre-tokenizers (runtime/tokenizer/unicode.h):
+//  - the utf8proc classes behind the normalizers and pre-tokenizers (runtime/text/tokenizer/unicode.h):
 //    HF's own tables are of Unicode 8.0 (unicode_categories) and 16.0 (Rust std), utf8proc's of
 //    15.0, so characters assigned in between differ; the counts are pinned (docs/tokenizers.md).
 #include <doctest/doctest.h>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/json.h"
-#include "runtime/tokenizer/regex.h"
-#include "runtime/tokenizer/unicode.h"
+#include "runtime/text/json.h"
+#include "runtime/text/tokenizer/regex.h"
+#include "runtime/text/tokenizer/unicode.h"
 
 namespace laya::tok {
 namespace {

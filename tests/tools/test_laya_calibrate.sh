@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# laya-run calibrate (runtime/laya/calibration.h) from the command line on the tiny random llama
+# laya-run calibrate (runtime/decisions/calibration.h) from the command line on the tiny random llama
 # GGUF with a ChatML template: the report's shape, exit codes and messages (nothing on stdout on an
 # error), the written config is what laya-convert --decision-config takes, and decide on the
 # converted model applies it: the NLL of the labels recomputed from the probabilities decide prints

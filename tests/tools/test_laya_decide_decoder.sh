@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# laya-run decide on a decoder (runtime/decoder_decide.h) from the command line: result shapes,
+# laya-run decide on a decoder (runtime/decisions/decoder_decide.h) from the command line: result shapes,
 # exit codes, messages, nothing on stdout on an error.
 # usage: test_laya_decide_decoder.sh LAYA_RUN TINY_CHAT_GGUF TINY_GGUF SOURCE_ROOT LAYA_CONVERT
 # TINY_CHAT_GGUF: the tiny random llama with a ChatML template and a 4096-token context;

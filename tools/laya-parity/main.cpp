@@ -37,8 +37,8 @@
 #include "frontends/import.h"
 #include "kernels/kernels.h"
 #include "ir/model_file.h"
-#include "runtime/json.h"
-#include "runtime/laya/answers.h"
+#include "runtime/text/json.h"
+#include "runtime/decisions/answers.h"
 #include "tools/cli.h"
 #include "tools/laya_request.h"
 

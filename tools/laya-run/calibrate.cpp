@@ -1,5 +1,5 @@
 // laya-run calibrate: fits a decoder's decision temperatures on labelled questions requests
-// (runtime/laya/calibration.h) and writes the --decision-config laya-convert takes.
+// (runtime/decisions/calibration.h) and writes the --decision-config laya-convert takes.
 //
 //   laya-run calibrate --model M.gguf|M.laya --data labelled.jsonl [-o cfg.json] [--holdout F]
 //
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-#include "runtime/decoder_decide.h"
-#include "runtime/json.h"
-#include "runtime/laya/calibration.h"
+#include "runtime/decisions/decoder_decide.h"
+#include "runtime/text/json.h"
+#include "runtime/decisions/calibration.h"
 #include "tools/cli.h"
 #include "tools/laya-run/commands.h"
 #include "tools/laya-run/decoder_model.h"

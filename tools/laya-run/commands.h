@@ -5,7 +5,7 @@
 #include <string>
 
 #include "ir/status.h"
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 
 namespace laya::tools {
 

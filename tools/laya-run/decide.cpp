@@ -17,18 +17,19 @@
 
 #include "frontends/gguf.h"
 #include "ir/model_file.h"
-#include "runtime/chat_template.h"
-#include "runtime/decoder_decide.h"
+#include "runtime/text/chat_template.h"
+#include "runtime/decisions/decoder_decide.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
-#include "runtime/json.h"
-#include "runtime/laya/agent.h"
-#include "runtime/laya/model_tokenizer.h"
-#include "runtime/laya/request.h"
-#include "runtime/laya/router.h"
+#include "runtime/text/json.h"
+#include "runtime/decisions/agent.h"
+#include "runtime/decisions/model_tokenizer.h"
+#include "runtime/decisions/request.h"
+#include "runtime/decisions/router.h"
 #include "kernels/kernels.h"
 #include "runtime/session.h"
 #include "tools/cli.h"
+#include "tools/http_status.h"
 #include "tools/laya-run/decoder_model.h"
 
 namespace laya::tools {
@@ -101,7 +102,7 @@ int usage_error(const std::string& msg, const char* usage) {
 }
 
 int refuse(const Status& s) {
-  const int http = status_http_status(s.code());
+  const int http = http_status(s.code());
   if (http)
     std::fprintf(stderr, "laya-run: request refused (HTTP %d): %s\n", http, s.message());
   else
@@ -184,7 +185,7 @@ Result<std::unique_ptr<runtime::DecoderDecider>> start_decider(
 namespace {
 
 // A decision on a decoder model: the request, the model's tokenizer and chat template, a runner
-// over a KV cache sized for the request plus a prefix cache, runtime/decoder_decide.h.
+// over a KV cache sized for the request plus a prefix cache, runtime/decisions/decoder_decide.h.
 int decide_on_decoder(const std::string& model, const std::string& body,
                       const runtime::SessionOptions& so, int64_t chunk, const std::string& kv_type,
                       const SamplerConfig& sc, std::chrono::steady_clock::time_point load_start) {
@@ -337,7 +338,7 @@ int cmd_decide(int argc, char** argv) {
   if (gguf) return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);
   Result<decision::DecisionRequest> req = decision::parse_request(*text);
   if (!req.is_ok()) {
-    // A .laya decoder reads its body differently (runtime/decoder_decide.h).
+    // A .laya decoder reads its body differently (runtime/decisions/decoder_decide.h).
     if (!model.empty() && !explain)
       if (Result<ir::Graph> g = ir::model_load(model); g.is_ok() && !g->states.empty())
         return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);

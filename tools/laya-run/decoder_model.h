@@ -15,11 +15,11 @@
 #include "frontends/gguf_tokenizer.h"
 #include "ir/model_file.h"
 #include "runtime/decoder.h"
-#include "runtime/decoder_decide.h"
+#include "runtime/decisions/decoder_decide.h"
 #include "runtime/kv_cache.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/session.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/text/tokenizer/tokenizer.h"
 
 namespace laya::tools {
 
@@ -119,7 +119,7 @@ struct Decoder {
   }
 };
 
-// decide.cpp: the text side of an opened decoder for runtime/decoder_decide.h (tokenizer, chat
+// decide.cpp: the text side of an opened decoder for runtime/decisions/decoder_decide.h (tokenizer, chat
 // template recognized from the model, stop ids); kUnsupported without a tokenizer.
 Result<runtime::DecoderText> decoder_text(const Decoder& d);
 // Starts `d` for requests needing `cells` (runtime::decoder_request_cells) with a two-slot prefix

@@ -14,7 +14,7 @@
 
 #include "hal/ax8850/params.h"
 #include "ir/model_file.h"
-#include "runtime/json.h"
+#include "runtime/text/json.h"
 #include "runtime/session.h"
 
 namespace laya::tools {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Expected temperature fits, metrics and label targets for runtime/laya/calibration.h, computed by
+"""Expected temperature fits, metrics and label targets for runtime/decisions/calibration.h, computed by
 an independent minimiser (numpy, float64) and by the upstream SDK's label reader, for
 tests/runtime/test_calibration.cpp.
 

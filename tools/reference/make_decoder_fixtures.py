@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fixtures for the decoder-decision path (runtime/grammar, runtime/chat_template),
+"""Fixtures for the decoder-decision path (runtime/decisions/grammar, runtime/text/chat_template),
 recorded with code we did not write: llama.cpp (through llama-cpp-python) and transformers.
 
   make_decoder_fixtures.py --gguf SmolLM2-135M-Instruct.Q4_1.gguf --out tests/fixtures/decoder

@@ -249,7 +249,7 @@ def llama_cpp_ids(gguf_path, texts):
 
 def gguf_vocab(gguf_path):
     """The `tokenizer.ggml.*` keys of a GGUF as the fields of the C++ `LlamaVocab`
-    (runtime/tokenizer/llama_vocab.h): what the GGUF importer hands to spec_from_llama_vocab. Absent
+    (runtime/text/tokenizer/llama_vocab.h): what the GGUF importer hands to spec_from_llama_vocab. Absent
     ids and flags are -1."""
     from gguf import GGUFReader
     fields = GGUFReader(gguf_path).fields

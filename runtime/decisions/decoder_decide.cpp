@@ -1,0 +1,747 @@
+#include "runtime/decisions/decoder_decide.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/decisions/constrained_sampling.h"
+#include "runtime/decisions/grammar/schema.h"
+#include "runtime/text/pystr.h"
+
+namespace laya::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json::Value;
+
+Status invalid(const std::string& m) {
+  return Status(StatusCode::kRequestInvalid, m);
+}
+Status unprocessable(const std::string& m) {
+  return Status(StatusCode::kRequestUnprocessable, m);
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+Value num4(double v) {
+  return Value::number(py::round(v, 4));
+}
+// Timings: milliseconds and tokens per second to 0.1.
+Value num1(double v) {
+  return Value::number(py::round(v, 1));
+}
+
+// The chat template's text around one user message (and the system message when given): the
+// user content goes between head and tail.
+Status render_around(const ChatTemplate& chat, const std::optional<std::string>& system,
+                     std::string* head, std::string* tail) {
+  static constexpr char kSentinel[] = "\x01\x02\x01";
+  std::vector<ChatMessage> messages;
+  if (system) messages.push_back({"system", *system});
+  messages.push_back({"user", kSentinel});
+  LAYA_ASSIGN_OR_RETURN(std::string text, chat.render(messages, true));
+  const size_t at = text.find(kSentinel);
+  if (at == std::string::npos || text.find(kSentinel, at + 1) != std::string::npos)
+    return Status(StatusCode::kInternal, "the chat template did not render the user message once");
+  *head = text.substr(0, at);
+  *tail = text.substr(at + sizeof(kSentinel) - 1);
+  return Status::ok();
+}
+
+Status encode_parts(const DecoderText& t, const std::string& shared, const std::string& rest,
+                    std::vector<int32_t>* shared_ids, std::vector<int32_t>* rest_ids) {
+  tok::EncodeOptions first;
+  first.add_special_tokens = t.add_bos;
+  LAYA_RETURN_IF_ERROR(t.tokenizer->encode(shared, first, shared_ids));
+  if (rest_ids != nullptr) LAYA_RETURN_IF_ERROR(t.tokenizer->encode(rest, {}, rest_ids));
+  return Status::ok();
+}
+
+std::string state_text(const json::Value& state) {
+  return "State:\n" + decision::serialize_state(state);
+}
+
+constexpr const char* kSchemaInstruction =
+    "Decide from the device state below. Answer with one JSON object that follows this JSON "
+    "schema:\n";
+
+std::string question_text(const decision::Question& q) {
+  std::string s = "\n\nQuestion: " + q.instructions + "\n";
+  const size_t k = q.options.size();
+  for (size_t slot = 0; slot < k; ++slot) {
+    const size_t o = q.option_order.size() == k ? static_cast<size_t>(q.option_order[slot]) : slot;
+    s += static_cast<char>('A' + slot);
+    s += ") " + q.options[o] + "\n";
+  }
+  s += "Answer with the letter of one option (";
+  for (size_t slot = 0; slot < k; ++slot) {
+    if (slot) s += ", ";
+    s += static_cast<char>('A' + slot);
+  }
+  s += ").";
+  return s;
+}
+
+// The path of the value that starts at the end of `text` (a prefix of a canonical JSON text):
+// "a.b[2].c", "$" for the root.
+std::string value_path(std::string_view text) {
+  struct Frame {
+    bool object;
+    std::string key;
+    int64_t index;
+  };
+  std::vector<Frame> frames;
+  bool in_string = false, escape = false, expect_key = false, reading_key = false;
+  size_t string_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (reading_key && !frames.empty()) {
+          Result<Value> k = json::parse(text.substr(string_start, i + 1 - string_start));
+          frames.back().key = k.is_ok() && k->is_string() ? k->as_string() : "";
+          reading_key = false;
+        }
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        string_start = i;
+        reading_key = expect_key;
+        expect_key = false;
+        break;
+      case '{':
+        frames.push_back({true, "", 0});
+        expect_key = true;
+        break;
+      case '[':
+        frames.push_back({false, "", 0});
+        break;
+      case '}':
+      case ']':
+        if (!frames.empty()) frames.pop_back();
+        break;
+      case ',':
+        if (!frames.empty()) {
+          if (frames.back().object)
+            expect_key = true;
+          else
+            ++frames.back().index;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (frames.empty()) return "$";
+  std::string out;
+  for (const Frame& f : frames) {
+    if (f.object)
+      out += (out.empty() ? "" : ".") + f.key;
+    else
+      out += "[" + std::to_string(f.index) + "]";
+  }
+  return out;
+}
+
+// Log-softmax of `logits[id]` over the ids allowed by `mask` (bit id % 64 of word id / 64), in
+// double.
+double masked_log_prob(const float* logits, const uint64_t* mask, int32_t vocab, int32_t id) {
+  double m = -INFINITY;
+  for (int32_t w = 0; w * 64 < vocab; ++w)
+    for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
+      const int32_t t = w * 64 + __builtin_ctzll(bits);
+      if (t < vocab && std::isfinite(logits[t])) m = std::max(m, static_cast<double>(logits[t]));
+    }
+  if (!std::isfinite(m)) return -INFINITY;
+  double s = 0;
+  for (int32_t w = 0; w * 64 < vocab; ++w)
+    for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
+      const int32_t t = w * 64 + __builtin_ctzll(bits);
+      if (t < vocab && std::isfinite(logits[t])) s += std::exp(static_cast<double>(logits[t]) - m);
+    }
+  return static_cast<double>(logits[id]) - m - std::log(s);
+}
+
+double min_confidence_for(const decision::MinConfidence& mc, const std::string& bucket) {
+  if (!mc.present) return -1;
+  if (!mc.is_map) return mc.value;
+  double t = 0;
+  bool found = false;
+  for (const auto& [k, v] : mc.buckets)
+    if (k == bucket) {
+      t = v;
+      found = true;
+    }
+  if (!found)
+    for (const auto& [k, v] : mc.buckets)
+      if (k == "default") t = v;
+  return t;
+}
+
+Result<std::vector<Value>> read_states(const Value& body) {
+  std::vector<Value> states;
+  const Value* state = body.find("state");
+  const Value* list = body.find("states");
+  if (state && list) return invalid("request body must carry either 'state' or 'states', not both");
+  if (list) {
+    if (!list->is_array() || list->items().empty())
+      return invalid("'states' must be a non-empty list");
+    if (list->items().size() > static_cast<size_t>(decision::kMaxBatchStates))
+      return Status(StatusCode::kRequestTooLarge, "too many states (at most 64)");
+    for (const Value& s : list->items()) {
+      if (s.is_null()) return invalid("a state must not be null");
+      states.push_back(s);
+    }
+    return states;
+  }
+  if (!state || state->is_null()) return invalid("request body needs a 'state' (or 'states')");
+  states.push_back(*state);
+  return states;
+}
+
+}  // namespace
+
+Result<DecoderRequest> parse_decoder_request(std::string_view body_text) {
+  json::ParseOptions po;
+  po.max_bytes = decision::kMaxBodyBytes;
+  Result<Value> parsed = json::parse(body_text, po, "request body");
+  if (!parsed.is_ok())
+    return invalid(std::string("request body must be valid JSON (") + parsed.status().message() +
+                   ")");
+  const Value& body = *parsed;
+  if (!body.is_object()) return invalid("request body must be a JSON object");
+  DecoderRequest req;
+  if (const Value* s = body.find("system"); s && !s->is_null()) {
+    if (!s->is_string()) return unprocessable("'system' must be a string");
+    req.system = s->as_string();
+  }
+  const Value* schema = body.find("schema");
+  if (schema && !schema->is_null() && !body.find("questions")) {
+    req.schema = true;
+    LAYA_ASSIGN_OR_RETURN(req.states, read_states(body));
+    req.batch = body.find("states") != nullptr;
+    if (!schema->is_object()) return unprocessable("'schema' must be a JSON object");
+    Result<grammar::Schema> parsed_schema = grammar::schema_parse(*schema);
+    if (!parsed_schema.is_ok())
+      return unprocessable(std::string("schema: ") + parsed_schema.status().message());
+    DecoderSchemaRequest& sr = req.schema_request;
+    sr.schema = *schema;
+    auto check = [&](const Value& v, const char* what) -> Status {
+      const Status st = grammar::schema_validate(*parsed_schema, v);
+      if (!st.is_ok())
+        return unprocessable(std::string(what) +
+                             " does not validate against the schema: " + st.message());
+      return Status::ok();
+    };
+    if (const Value* fb = body.find("fallback"); fb && !fb->is_null()) {
+      LAYA_RETURN_IF_ERROR(check(*fb, "'fallback'"));
+      sr.fallback = *fb;
+    } else if (const Value* def = schema->find("default")) {
+      LAYA_RETURN_IF_ERROR(check(*def, "the schema's 'default'"));
+      sr.fallback = *def;
+    }
+    auto integer = [&](const char* key, int64_t lo, int64_t hi) -> Result<std::optional<int64_t>> {
+      const Value* v = body.find(key);
+      if (!v || v->is_null()) return std::optional<int64_t>();
+      const std::optional<int64_t> x = v->is_integer() ? v->as_int64() : std::nullopt;
+      if (!x || *x < lo || *x > hi)
+        return unprocessable(std::string("'") + key + "' must be an integer in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                             json::dump(*v));
+      return x;
+    };
+    LAYA_ASSIGN_OR_RETURN(std::optional<int64_t> mt, integer("max_tokens", 1, 100000));
+    if (mt) sr.max_tokens = *mt;
+    LAYA_ASSIGN_OR_RETURN(sr.deadline_ms, integer("deadline_ms", 1, 3600000));
+    if (const Value* mc = body.find("min_confidence"); mc && !mc->is_null()) {
+      LAYA_ASSIGN_OR_RETURN(req.min_confidence, decision::check_min_confidence(*mc));
+    }
+    return req;
+  }
+  LAYA_ASSIGN_OR_RETURN(req.questions, decision::parse_request(body));
+  if (req.questions.shortlist_k)
+    return unprocessable("'shortlist' needs an encoder model (it ranks options by embedding)");
+  for (const decision::Question& q : req.questions.questions)
+    if (q.options.size() > static_cast<size_t>(kMaxDecoderOptions))
+      return unprocessable("question '" + q.id + "' has " + std::to_string(q.options.size()) +
+                           " options; a decoder answers at most 26 (labels A to Z)");
+  req.states = req.questions.states;
+  req.batch = req.questions.batch;
+  req.min_confidence = req.questions.min_confidence;
+  return req;
+}
+
+Result<QuestionsPrompt> questions_prompt(const DecoderText& text, const json::Value& state,
+                                         const std::vector<decision::Question>& questions,
+                                         const std::optional<std::string>& system) {
+  std::string head, tail;
+  LAYA_RETURN_IF_ERROR(render_around(text.chat, system, &head, &tail));
+  QuestionsPrompt p;
+  LAYA_RETURN_IF_ERROR(encode_parts(text, head + state_text(state), "", &p.shared, nullptr));
+  for (const decision::Question& q : questions) {
+    std::vector<int32_t> ids;
+    LAYA_RETURN_IF_ERROR(text.tokenizer->encode(question_text(q) + tail, {}, &ids));
+    p.suffixes.push_back(std::move(ids));
+  }
+  return p;
+}
+
+Result<DecoderPrompt> schema_prompt(const DecoderText& text, const json::Value& state,
+                                    const json::Value& schema,
+                                    const std::optional<std::string>& system) {
+  std::string head, tail;
+  LAYA_RETURN_IF_ERROR(render_around(text.chat, system, &head, &tail));
+  DecoderPrompt p;
+  std::vector<int32_t> rest;
+  LAYA_RETURN_IF_ERROR(encode_parts(text, head + kSchemaInstruction + json::dump(schema),
+                                    "\n\n" + state_text(state) + tail, &p.ids, &rest));
+  p.shared = p.ids.size();
+  p.ids.insert(p.ids.end(), rest.begin(), rest.end());
+  return p;
+}
+
+Result<DecoderCells> decoder_request_cells(const DecoderText& text, const DecoderRequest& req) {
+  DecoderCells c;
+  for (const Value& state : req.states) {
+    if (req.schema) {
+      LAYA_ASSIGN_OR_RETURN(DecoderPrompt p,
+                            schema_prompt(text, state, req.schema_request.schema, req.system));
+      c.working =
+          std::max(c.working, static_cast<int64_t>(p.ids.size()) + req.schema_request.max_tokens);
+      c.stored = std::max(c.stored, static_cast<int64_t>(p.shared));
+    } else {
+      LAYA_ASSIGN_OR_RETURN(QuestionsPrompt p,
+                            questions_prompt(text, state, req.questions.questions, req.system));
+      size_t longest = 0;
+      for (const auto& s : p.suffixes) longest = std::max(longest, s.size());
+      c.working = std::max(c.working, static_cast<int64_t>(p.shared.size() + longest));
+      c.stored = std::max(c.stored, static_cast<int64_t>(p.shared.size()));
+    }
+  }
+  return c;
+}
+
+Result<std::vector<int32_t>> option_label_ids(const tok::Tokenizer& tok, size_t k) {
+  if (k > static_cast<size_t>(kMaxDecoderOptions))
+    return unprocessable(std::to_string(k) +
+                         " options; a decoder answers at most 26 (labels A to Z)");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < k; ++i) {
+    const std::string label(1, static_cast<char>('A' + i));
+    std::vector<int32_t> t;
+    LAYA_RETURN_IF_ERROR(tok.encode(label, {}, &t));
+    if (t.size() != 1)
+      return Status(StatusCode::kUnsupported, "the option label '" + label + "' is " +
+                                                  std::to_string(t.size()) +
+                                                  " tokens in this vocabulary, not one");
+    ids.push_back(t[0]);
+  }
+  return ids;
+}
+
+Result<std::unique_ptr<DecoderDecider>> DecoderDecider::create(
+    DecoderRunner& runner, KvCache& cache, PrefixCache* prefix_cache, DecoderText text,
+    decision::Temperatures temps, int32_t seq) {
+  if (text.tokenizer == nullptr)
+    return Status(StatusCode::kInvalidArgument, "a decoder decision needs the model's tokenizer");
+  if (seq < 0 || seq >= cache.max_seqs())
+    return Status(StatusCode::kInvalidArgument, "the working sequence is outside the KV cache");
+  if (prefix_cache != nullptr && &prefix_cache->kv_cache() != &cache)
+    return Status(StatusCode::kInvalidArgument, "the prefix cache is over another KV cache");
+  std::unique_ptr<DecoderDecider> d(new DecoderDecider());
+  d->runner_ = &runner;
+  d->cache_ = &cache;
+  d->prefix_ = prefix_cache;
+  d->temps_ = std::move(temps);
+  d->seq_ = seq;
+  const int32_t vocab = static_cast<int32_t>(runner.vocab());
+  std::vector<std::string> pieces(static_cast<size_t>(vocab));
+  for (int32_t id = 0; id < vocab && id < text.tokenizer->vocab_size(); ++id) {
+    std::string piece;
+    if (text.tokenizer->token_to_piece(id, false, &piece).is_ok())
+      pieces[static_cast<size_t>(id)] = std::move(piece);
+  }
+  std::vector<int32_t> stops;
+  for (int32_t id : text.stop_ids)
+    if (id >= 0 && id < vocab) stops.push_back(id);
+  text.stop_ids = stops;
+  LAYA_ASSIGN_OR_RETURN(d->vocab_, grammar::TokenVocab::create(std::move(pieces), stops));
+  d->text_ = std::move(text);
+  return d;
+}
+
+Result<std::shared_ptr<const grammar::TokenAutomaton>> DecoderDecider::automaton(
+    const json::Value& schema) {
+  const std::string key = json::dump(schema);
+  if (auto it = automata_.find(key); it != automata_.end()) return it->second;
+  LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> a,
+                        grammar::TokenAutomaton::compile(schema, vocab_));
+  automata_.emplace(key, a);
+  return a;
+}
+
+Result<std::vector<int32_t>> DecoderDecider::tokenize_bytes(std::string_view bytes) const {
+  // A generated token may end inside a UTF-8 character, and a forced run may stop inside one:
+  // those bytes go as single-byte tokens, the whole characters between through the tokenizer.
+  auto continuation = [](char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; };
+  size_t lead = 0;
+  while (lead < bytes.size() && continuation(bytes[lead])) ++lead;
+  size_t end = bytes.size();
+  for (size_t back = 0; back < 4 && back < end - lead; ++back) {
+    const uint8_t c = static_cast<uint8_t>(bytes[end - 1 - back]);
+    if ((c & 0xC0) == 0x80) continue;
+    const size_t need = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
+    if (back + 1 < need) end = end - 1 - back;
+    break;
+  }
+  std::vector<int32_t> ids;
+  auto single = [&](size_t from, size_t to) -> Status {
+    for (size_t i = from; i < to; ++i) {
+      const int32_t t = vocab_->byte_token(static_cast<uint8_t>(bytes[i]));
+      if (t < 0)
+        return Status(StatusCode::kInternal, "a byte of forced text has no single-byte token");
+      ids.push_back(t);
+    }
+    return Status::ok();
+  };
+  LAYA_RETURN_IF_ERROR(single(0, lead));
+  if (end > lead)
+    LAYA_RETURN_IF_ERROR(text_.tokenizer->encode(bytes.substr(lead, end - lead), {}, &ids));
+  LAYA_RETURN_IF_ERROR(single(std::max(lead, end), bytes.size()));
+  return ids;
+}
+
+template <class F>
+Status DecoderDecider::append(std::span<const int32_t> ids, F&& row) {
+  const size_t chunk = static_cast<size_t>(runner_->chunk());
+  const size_t V = static_cast<size_t>(runner_->vocab());
+  for (size_t at = 0; at < ids.size(); at += chunk) {
+    const size_t n = std::min(chunk, ids.size() - at);
+    LAYA_RETURN_IF_ERROR(runner_->step(seq_, ids.subspan(at, n)));
+    for (size_t i = 0; i < n; ++i) row(at + i, runner_->logits().data() + i * V);
+  }
+  return Status::ok();
+}
+
+Result<int64_t> DecoderDecider::prefill_prompt(std::span<const int32_t> ids,
+                                               std::span<const int32_t> store) {
+  LAYA_RETURN_IF_ERROR(cache_->remove(seq_));
+  int64_t hit = 0;
+  if (prefix_ != nullptr) {
+    LAYA_ASSIGN_OR_RETURN(hit, prefix_->restore(ids, seq_));
+  }
+  LAYA_RETURN_IF_ERROR(runner_->prefill(seq_, ids.subspan(static_cast<size_t>(hit))));
+  if (prefix_ != nullptr) LAYA_RETURN_IF_ERROR(prefix_->store(store, seq_));
+  return hit;
+}
+
+Result<QuestionScores> DecoderDecider::score_questions(
+    const json::Value& state, const std::vector<decision::Question>& questions,
+    const std::optional<std::string>& system) {
+  QuestionScores out;
+  LAYA_ASSIGN_OR_RETURN(out.prompt, questions_prompt(text_, state, questions, system));
+  std::vector<std::vector<int32_t>> labels;
+  for (const decision::Question& q : questions) {
+    LAYA_ASSIGN_OR_RETURN(std::vector<int32_t> l,
+                          option_label_ids(*text_.tokenizer, q.options.size()));
+    for (int32_t id : l)
+      if (id >= runner_->vocab())
+        return Status(StatusCode::kUnsupported, "an option label token is outside the logits");
+    labels.push_back(std::move(l));
+  }
+  const std::vector<int32_t>& shared = out.prompt.shared;
+  // The shared part is prefilled once (after what the prefix cache holds); each suffix is
+  // appended, read at its last position and removed.
+  LAYA_ASSIGN_OR_RETURN(out.prefix_hit_tokens, prefill_prompt(shared, shared));
+  out.prefill_tokens = static_cast<int64_t>(shared.size()) - out.prefix_hit_tokens;
+  const int64_t prefix_len = cache_->seq_length(seq_);
+  for (size_t j = 0; j < questions.size(); ++j) {
+    const std::vector<int32_t>& suffix = out.prompt.suffixes[j];
+    std::vector<float> scores(labels[j].size());
+    if (suffix.empty())
+      return Status(StatusCode::kInternal, "a question's prompt suffix has no tokens");
+    LAYA_RETURN_IF_ERROR(runner_->prefill(seq_, suffix));
+    const std::span<const float> last = runner_->last_logits();
+    for (size_t i = 0; i < scores.size(); ++i) scores[i] = last[static_cast<size_t>(labels[j][i])];
+    out.prefill_tokens += static_cast<int64_t>(suffix.size());
+    LAYA_RETURN_IF_ERROR(cache_->remove(seq_, prefix_len));
+    out.scores.push_back(std::move(scores));
+  }
+  LAYA_RETURN_IF_ERROR(cache_->remove(seq_));
+  return out;
+}
+
+Result<json::Value> DecoderDecider::answer_state(const json::Value& state,
+                                                 const DecoderRequest& req) {
+  const std::vector<decision::Question>& qs = req.questions.questions;
+  if (qs.empty()) return decision::empty_result();
+  LAYA_ASSIGN_OR_RETURN(QuestionScores s, score_questions(state, qs, req.system));
+  Value answers = Value::object();
+  int64_t input = 0;
+  for (size_t j = 0; j < qs.size(); ++j) {
+    decision::Row row;
+    row.markers.resize(s.scores[j].size());
+    row.qtype = qs[j].type;
+    const std::vector<decision::Question> one = {qs[j]};
+    const std::vector<decision::Row> rows = {row};
+    Value a = decision::decode_answers(one, rows, s.scores[j].data(),
+                                       static_cast<int>(s.scores[j].size()), nullptr, temps_);
+    for (auto& m : a.members()) answers.members().push_back(std::move(m));
+    input += static_cast<int64_t>(s.prompt.shared.size() + s.prompt.suffixes[j].size());
+  }
+  Value usage = Value::object();
+  usage.set("input_tokens", Value::integer(input));
+  usage.set("prefill_tokens", Value::integer(s.prefill_tokens));
+  usage.set("prefix_hit_tokens", Value::integer(s.prefix_hit_tokens));
+  usage.set("output_tokens", Value::integer(0));
+  Value result = decision::make_result(std::move(answers), std::move(usage));
+  decision::apply_confidence_gate(result, req.min_confidence);
+  return result;
+}
+
+Result<json::Value> DecoderDecider::decide(const DecoderRequest& req,
+                                           const DecoderDecideOptions& opts) {
+  Value list = Value::array();
+  for (const Value& state : req.states) {
+    Result<Value> r = req.schema ? decide_schema(state, req, opts) : answer_state(state, req);
+    if (!r.is_ok()) {
+      (void)cache_->remove(seq_);
+      return r.status();
+    }
+    if (!req.batch) return r;
+    list.push(std::move(r).value());
+  }
+  return list;
+}
+
+Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
+                                                  const DecoderRequest& req,
+                                                  const DecoderDecideOptions& opts) {
+  const Clock::time_point origin = Clock::now();
+  auto now_ms = [&] {
+    return opts.clock_ms != nullptr ? opts.clock_ms(opts.clock_ctx) : ms_since(origin);
+  };
+  const double t0 = now_ms();
+  auto ms_since_t0 = [&] { return now_ms() - t0; };
+  const DecoderSchemaRequest& sr = req.schema_request;
+  LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> ta, automaton(sr.schema));
+  const grammar::CharAutomaton& chars = ta->chars();
+  LAYA_ASSIGN_OR_RETURN(DecoderPrompt prompt, schema_prompt(text_, state, sr.schema, req.system));
+  SamplerConfig sc = opts.sampler;
+  sc.stop_ids = text_.stop_ids;
+  const int32_t V = static_cast<int32_t>(runner_->vocab());
+  LAYA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(sc, V));
+  const PrefixCacheStats before = prefix_ ? prefix_->stats() : PrefixCacheStats{};
+
+  LAYA_ASSIGN_OR_RETURN(const int64_t hit,
+                        prefill_prompt(prompt.ids, std::span(prompt.ids).first(prompt.shared)));
+  const double prefill_ms = ms_since_t0();
+
+  grammar::GrammarMatcher m(ta.get());
+  std::string text;
+  std::vector<int32_t> out_ids;
+  std::vector<float> slot_logits(static_cast<size_t>(V));
+  Value fields = Value::object();
+  bool overrun = false;
+  StatusCode overrun_code = StatusCode::kOk;
+  std::string overrun_why;
+  const float* logits = runner_->last_logits().data();
+  auto budget = [&](size_t more) {
+    if (out_ids.size() + more > static_cast<size_t>(sr.max_tokens)) {
+      overrun = true;
+      overrun_code = StatusCode::kResourceExhausted;
+      overrun_why =
+          "the decision needs more than max_tokens " + std::to_string(sr.max_tokens) + " tokens";
+      return false;
+    }
+    if (sr.deadline_ms && ms_since_t0() > static_cast<double>(*sr.deadline_ms)) {
+      overrun = true;
+      overrun_code = StatusCode::kDeadlineExceeded;
+      overrun_why = "the decision passed deadline_ms " + std::to_string(*sr.deadline_ms);
+      return false;
+    }
+    return true;
+  };
+  // Appends tokens whose bytes are `bytes` (already accepted by the matcher).
+  auto commit = [&](const std::vector<int32_t>& ids, std::string_view bytes) -> Status {
+    LAYA_RETURN_IF_ERROR(runner_->prefill(seq_, ids));
+    logits = runner_->last_logits().data();
+    out_ids.insert(out_ids.end(), ids.begin(), ids.end());
+    text.append(bytes);
+    return Status::ok();
+  };
+  double first_token_ms = -1;
+
+  while (!m.complete()) {
+    const int32_t s = m.state();
+    const int32_t slot = chars.entry_slot(s);
+    bool score_slot = slot >= 0 && !chars.entry_mixed(s);
+    if (slot < 0 && chars.forced_byte(s) >= 0) {
+      // Forced text up to the next choice (or slot entry).
+      std::string forced;
+      int32_t f = s;
+      while (chars.entry_slot(f) < 0 && chars.forced_byte(f) >= 0) {
+        forced.push_back(static_cast<char>(chars.forced_byte(f)));
+        f = chars.next(f, static_cast<uint8_t>(forced.back()));
+      }
+      LAYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenize_bytes(forced));
+      for (int32_t id : ids)
+        if (id < 0 || id >= V || !ta->allowed(m.state(), id) || !m.accept(id).is_ok())
+          return Status(StatusCode::kInternal,
+                        "the forced text '" + forced + "' does not tokenize within the grammar");
+      if (!budget(ids.size())) break;
+      LAYA_RETURN_IF_ERROR(commit(ids, forced));
+      if (first_token_ms < 0) first_token_ms = ms_since_t0();
+      continue;
+    }
+    if (!score_slot) {
+      // One constrained token. At a mixed entry a token that starts an option text means "an
+      // item comes": the slot is scored instead.
+      grammar::GrammarMatcher trial = m;
+      LAYA_ASSIGN_OR_RETURN(int32_t id, sample_constrained(sampler, trial, logits));
+      if (slot >= 0 && !vocab_->is_stop(id)) {
+        const std::string_view piece = vocab_->piece(id);
+        for (const std::string& o : chars.slots()[static_cast<size_t>(slot)].texts)
+          if (!piece.empty() && !o.empty() && o[0] == piece[0]) score_slot = true;
+      }
+      if (!score_slot) {
+        m = trial;
+        if (vocab_->is_stop(id)) break;  // the document is complete
+        if (!budget(1)) break;
+        LAYA_RETURN_IF_ERROR(commit({id}, vocab_->piece(id)));
+        if (first_token_ms < 0) first_token_ms = ms_since_t0();
+        continue;
+      }
+    }
+    // A slot: score every option by teacher forcing its tokens from here.
+    const grammar::Slot& sl = chars.slots()[static_cast<size_t>(slot)];
+    std::copy(logits, logits + V, slot_logits.begin());
+    const int64_t at = cache_->seq_length(seq_);
+    const size_t k = sl.texts.size();
+    std::vector<double> logp(k, 0.0);
+    std::vector<std::vector<int32_t>> option_ids(k);
+    for (size_t o = 0; o < k; ++o) {
+      LAYA_RETURN_IF_ERROR(text_.tokenizer->encode(sl.texts[o], {}, &option_ids[o]));
+      const std::vector<int32_t>& ids = option_ids[o];
+      std::vector<grammar::GrammarMatcher> states;
+      grammar::GrammarMatcher walk = m;
+      for (int32_t id : ids) {
+        if (id < 0 || id >= V || !ta->allowed(walk.state(), id))
+          return Status(StatusCode::kInternal,
+                        "the option " + sl.texts[o] + " does not tokenize within the grammar");
+        states.push_back(walk);
+        LAYA_RETURN_IF_ERROR(walk.accept(id));
+      }
+      if (ids.empty())
+        return Status(StatusCode::kInternal, "the option " + sl.texts[o] + " has no tokens");
+      logp[o] = masked_log_prob(slot_logits.data(), states[0].mask(), V, ids[0]);
+      if (ids.size() > 1) {
+        Status st = append(std::span(ids).first(ids.size() - 1), [&](size_t i, const float* row) {
+          logp[o] += masked_log_prob(row, states[i + 1].mask(), V, ids[i + 1]);
+        });
+        const Status rm = cache_->remove(seq_, at);
+        LAYA_RETURN_IF_ERROR(st);
+        LAYA_RETURN_IF_ERROR(rm);
+      }
+    }
+    const float T = temps_.get(decision::QType::kChoice, static_cast<int>(k));
+    double mx = -INFINITY;
+    for (double v : logp) mx = std::max(mx, v / T);
+    std::vector<double> p(k);
+    double sum = 0;
+    for (size_t o = 0; o < k; ++o) sum += p[o] = std::exp(logp[o] / T - mx);
+    for (double& v : p) v /= sum;
+    size_t pick = 0;
+    if (sampler.greedy()) {
+      for (size_t o = 1; o < k; ++o)
+        if (p[o] > p[pick]) pick = o;
+    } else {
+      const double u = sampler.uniform();
+      double run = 0;
+      pick = k - 1;
+      for (size_t o = 0; o < k; ++o) {
+        run += p[o];
+        if (u < run) {
+          pick = o;
+          break;
+        }
+      }
+    }
+    double ent = 0;
+    for (double v : p)
+      if (v > 0) ent -= v * std::log(v);
+    const double conf =
+        k < 2 ? 1.0 : std::clamp(1.0 - ent / std::log(static_cast<double>(k)), 0.0, 1.0);
+    Value probs = Value::object();
+    for (size_t o = 0; o < k; ++o) probs.members().push_back({sl.texts[o], num4(p[o])});
+    Value field = Value::object();
+    field.set("probabilities", std::move(probs));
+    field.set("confidence", num4(conf));
+    const double gate = min_confidence_for(
+        req.min_confidence, decision::temp_bucket(decision::QType::kChoice, static_cast<int>(k)));
+    if (gate >= 0 && conf < gate) field.set("needs_review", Value::boolean(true));
+    const std::string path = value_path(text);
+    if (!budget(option_ids[pick].size())) break;
+    LAYA_RETURN_IF_ERROR(m.accept_bytes(sl.texts[pick].data(), sl.texts[pick].size()));
+    LAYA_RETURN_IF_ERROR(commit(option_ids[pick], sl.texts[pick]));
+    if (first_token_ms < 0) first_token_ms = ms_since_t0();
+    fields.set(path, std::move(field));
+  }
+  const double total_ms = ms_since_t0();
+  LAYA_RETURN_IF_ERROR(cache_->remove(seq_));
+
+  Value decision;
+  if (overrun) {
+    if (!sr.fallback)
+      return Status(overrun_code,
+                    overrun_why + ", and the request has no fallback (nor the schema a default)");
+    decision = *sr.fallback;
+    fields = Value::object();
+  } else {
+    Result<Value> parsed = json::parse(text, {}, "decision");
+    if (!parsed.is_ok())
+      return Status(StatusCode::kInternal, std::string("the generated decision is not JSON: ") +
+                                               parsed.status().message());
+    const Status valid = grammar::schema_validate(ta->schema(), *parsed);
+    if (!valid.is_ok())
+      return Status(StatusCode::kInternal,
+                    std::string("the generated decision fails the schema: ") + valid.message());
+    decision = std::move(parsed).value();
+  }
+  Value usage = Value::object();
+  usage.set("input_tokens", Value::integer(static_cast<int64_t>(prompt.ids.size())));
+  usage.set("prefix_hit_tokens", Value::integer(hit));
+  usage.set("output_tokens", Value::integer(static_cast<int64_t>(out_ids.size())));
+  Value timings = Value::object();
+  timings.set("load_ms", num1(opts.load_ms));
+  timings.set("ttft_ms", num1(first_token_ms < 0 ? prefill_ms : first_token_ms));
+  timings.set("prefill_ms", num1(prefill_ms));
+  const double decode_ms = total_ms - prefill_ms;
+  timings.set("decode_tokens_per_s",
+              num1(decode_ms > 0 ? static_cast<double>(out_ids.size()) * 1000.0 / decode_ms : 0.0));
+  Value pc = Value::object();
+  const PrefixCacheStats after = prefix_ ? prefix_->stats() : PrefixCacheStats{};
+  pc.set("hits", Value::integer(after.hits - before.hits));
+  pc.set("misses", Value::integer(after.misses - before.misses));
+  pc.set("hit_tokens", Value::integer(after.hit_tokens - before.hit_tokens));
+  timings.set("prefix_cache", std::move(pc));
+  Value out = Value::object();
+  out.set("decision", std::move(decision));
+  out.set("fields", std::move(fields));
+  out.set("fallback", Value::boolean(overrun));
+  out.set("usage", std::move(usage));
+  out.set("timings", std::move(timings));
+  return out;
+}
+
+}  // namespace laya::runtime

@@ -1,0 +1,230 @@
+// Decisions on a decoder LM (issue 8 item 5): a system prompt and a device state in, a typed
+// decision out, over a DecoderRunner, its KvCache, an optional PrefixCache, the model's tokenizer
+// and chat template. Two request kinds (laya-run decide on a .gguf model; docs/generation.md
+// "Decisions on a decoder" has the prompt layout and the examples):
+//
+//  questions  {state | states, questions, min_confidence?, system?}: the encoder path's body
+//             (runtime/decisions/request.h). Per state the shared prompt (system + state) is prefilled
+//             once; per question its suffix (question, options labelled "A)", "B)", ..., the
+//             one-letter instruction, end of user turn, assistant start) is appended, the last
+//             position's logits are read at the label tokens ("A", "B", ... : one token each in
+//             the vocabulary) and the suffix is removed again (KvCache::remove, no copy). Answers
+//             come from decision::decode_answers with the temperatures: the encoder path's
+//             fields, rounding, confidences and min_confidence gate, without `action` (there is
+//             no act head). Usage: input_tokens (prompt tokens over all questions), prefill_tokens
+//             (those actually run), prefix_hit_tokens, output_tokens 0.
+//  schema     {state | states, schema, fallback?, max_tokens?, deadline_ms?, min_confidence?,
+//             system?}: the assistant turn is generated under the schema's token automaton
+//             (runtime/decisions/grammar/token_automaton.h, compiled once per schema and kept per decider),
+//             so only a schema-valid JSON text can come out. The walk, at every character state:
+//               - a slot entry (an enum / boolean value, runtime/decisions/grammar/automaton.h): each option
+//                 is scored by teacher forcing its canonical tokens (the tokenizer's encoding of
+//                 its JSON text, each token checked against the grammar) from the slot:
+//                 log P(option) = sum of the grammar-masked log-softmax of its tokens; the
+//                 options' probabilities are softmax(log P / T) with T the choice temperature for
+//                 k options; the argmax (greedy) or a draw (sampling) is appended. At a mixed
+//                 entry (the first item of an array that may be empty) one constrained token
+//                 decides first: a token that starts an option text means "an item", and the slot
+//                 is scored; anything else (`]`) is taken as is.
+//               - forced text (one possible next byte, `{"key": `, `, `, `}`): tokenized and
+//                 appended in one prefill step, no decode step;
+//               - otherwise (strings, numbers, integers, nulls, nullable values, array lengths):
+//                 one token by sample_constrained (runtime/decisions/constrained_sampling.h).
+//             Every declared property is generated (the canonical text includes optional ones).
+//             `fields` has, for each slot (dotted path, "[i]" for array items, "$" for a root
+//             value), {"probabilities": {option_json_text: p}, "confidence": 1 - H / ln k} and
+//             "needs_review": true below min_confidence. Past max_tokens decision tokens or
+//             deadline_ms (from the start of that state's decision) the result is the fallback:
+//             the request's `fallback`, else the schema's top-level `default` (both validated
+//             when the request is read), with "fallback": true; with neither the decision fails
+//             (kDeadlineExceeded past deadline_ms, kResourceExhausted past max_tokens). Both are
+//             checked before each append (forced text, one token, a chosen option); the deadline
+//             against DecoderDecideOptions::clock_ms. A decision text is parsed and checked
+//             with grammar::schema_validate before it is returned (kInternal otherwise).
+//             Result: {"decision", "fields", "fallback", "usage" {input_tokens,
+//             prefix_hit_tokens, output_tokens}, "timings" {load_ms, ttft_ms, prefill_ms,
+//             decode_tokens_per_s, prefix_cache {hits, misses, hit_tokens}}}.
+// `states` gives a list of results (the system block is reused across states through the prefix
+// cache when one is given).
+//
+// Prompt (one user turn, rendered with the chat template; system = the request's `system`, else
+// the template's default system prompt): the part shared by every question / every state comes
+// first. questions: "State:\n" + S + "\n\n" | "Question: " + instructions + "\n" + "A) option\n"
+// ... + "Answer with the letter of one option (A, B, ...)." where S is the state as the encoder
+// path serializes it (a string as is, anything else json.dumps(state, ensure_ascii=False));
+// schema: "Decide from the device state below. Answer with one JSON object that follows this
+// JSON schema:\n" + json.dumps(schema) + "\n\nState:\n" + S. The prompt's ids are the shared
+// part's ids followed by the rest's, each tokenized apart (special tokens parsed, BOS per the
+// GGUF for the first part only).
+//
+// Ownership: the decider borrows the runner, the cache, the prefix cache and the tokenizer (all
+// must outlive it) and owns a copy of the template, the temperatures, the vocabulary pieces and
+// the compiled automata. It uses sequence `seq` of the cache (empty between requests) and the
+// prefix cache's slots. Thread safety: none (it drives the runner).
+// Memory: requests allocate (prompts, JSON, per-option scratch); the runner's steps do not.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/text/chat_template.h"
+#include "runtime/decoder.h"
+#include "runtime/decisions/grammar/token_automaton.h"
+#include "runtime/text/json.h"
+#include "runtime/kv_cache.h"
+#include "runtime/decisions/answers.h"
+#include "runtime/decisions/request.h"
+#include "runtime/prefix_cache.h"
+#include "runtime/sampler.h"
+#include "runtime/text/tokenizer/tokenizer.h"
+
+namespace laya::runtime {
+
+// The most options a decoder question may have (labels A .. Z).
+inline constexpr int kMaxDecoderOptions = 26;
+inline constexpr int64_t kDefaultDecisionTokens = 256;
+
+struct DecoderSchemaRequest {
+  json::Value schema;
+  std::optional<json::Value> fallback;  // the request's, else the schema's `default`
+  int64_t max_tokens = kDefaultDecisionTokens;
+  std::optional<int64_t> deadline_ms;
+};
+
+struct DecoderRequest {
+  bool schema = false;  // a schema request; otherwise a questions request
+  std::vector<json::Value> states;
+  bool batch = false;                   // `states`: the result is a list
+  std::optional<std::string> system;    // the request's system prompt
+  decision::DecisionRequest questions;  // questions requests (parse_request's checks)
+  DecoderSchemaRequest schema_request;  // schema requests
+  decision::MinConfidence min_confidence;
+};
+
+// Parses and validates a body. Questions requests go through decision::parse_request (server
+// mode; `shortlist` is refused: it needs an encoder). Schema requests: `state` (not null) or
+// `states` (a non-empty list of at most 64), `schema` (an object grammar::schema_parse accepts),
+// `fallback` (schema-valid), `max_tokens` (1 .. 100000), `deadline_ms` (1 .. 3600000),
+// `min_confidence` (decision::check_min_confidence), `system` (a string). Errors are
+// kRequestInvalid / kRequestUnprocessable naming the field.
+Result<DecoderRequest> parse_decoder_request(std::string_view body);
+
+// The text side of a decoder: tokenizer, chat template, stop ids (EOS, end of turn).
+struct DecoderText {
+  const tok::Tokenizer* tokenizer = nullptr;  // borrowed
+  ChatTemplate chat;
+  bool add_bos = true;            // encode the first prompt part with the tokenizer's specials
+  std::vector<int32_t> stop_ids;  // ids that end the assistant turn
+};
+
+// A prompt cut where the shared part ends.
+struct DecoderPrompt {
+  std::vector<int32_t> ids;  // shared part, then the rest
+  size_t shared = 0;         // ids[0, shared) is the shared part
+};
+
+// The questions prompt of one state: the shared part (system + state) and one suffix per question.
+struct QuestionsPrompt {
+  std::vector<int32_t> shared;
+  std::vector<std::vector<int32_t>> suffixes;  // per question
+};
+Result<QuestionsPrompt> questions_prompt(const DecoderText& text, const json::Value& state,
+                                         const std::vector<decision::Question>& questions,
+                                         const std::optional<std::string>& system);
+// The schema prompt of one state (the shared part: system + instruction + schema).
+Result<DecoderPrompt> schema_prompt(const DecoderText& text, const json::Value& state,
+                                    const json::Value& schema,
+                                    const std::optional<std::string>& system);
+
+// KV cells a request needs: `working` for the working sequence (the longest prompt plus the
+// longest answer), `stored` for the longest prompt part the prefix cache keeps (a questions
+// prompt's shared part; a schema prompt's shared part: system, instruction and schema).
+struct DecoderCells {
+  int64_t working = 1;
+  int64_t stored = 1;
+};
+Result<DecoderCells> decoder_request_cells(const DecoderText& text, const DecoderRequest& req);
+
+// The label tokens "A", "B", ... of `k` options (kUnsupported naming a label that is not one
+// token; kRequestUnprocessable for k > 26).
+Result<std::vector<int32_t>> option_label_ids(const tok::Tokenizer& tok, size_t k);
+
+struct DecoderDecideOptions {
+  SamplerConfig sampler;  // greedy by default; its stop ids are ignored (DecoderText's count)
+  double load_ms = 0;     // reported in timings
+  // The clock deadline_ms and the timings read: milliseconds since any fixed origin, never
+  // decreasing. Null: std::chrono::steady_clock. Tests inject one (a deterministic deadline
+  // overrun). `clock_ctx` is the caller's, borrowed for the call.
+  double (*clock_ms)(void* ctx) = nullptr;
+  void* clock_ctx = nullptr;
+};
+
+// Label logits of one state's questions (before temperature): scores[j][i] is option slot i of
+// question j (the label's logit at the prompt's last position).
+struct QuestionScores {
+  QuestionsPrompt prompt;
+  std::vector<std::vector<float>> scores;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prefill_tokens = 0;
+};
+
+class DecoderDecider {
+ public:
+  // kInvalidArgument when the tokenizer is null, `seq` is outside the cache, the prefix cache is
+  // over another cache or holds `seq` as a slot.
+  static Result<std::unique_ptr<DecoderDecider>> create(DecoderRunner& runner, KvCache& cache,
+                                                        PrefixCache* prefix_cache, DecoderText text,
+                                                        decision::Temperatures temps,
+                                                        int32_t seq = 0);
+
+  // The result for a request: an object, or a list for `states`.
+  Result<json::Value> decide(const DecoderRequest& req, const DecoderDecideOptions& opts);
+
+  // questions: the raw label logits (T = 1) of one state, by the path decide() takes (prefix
+  // reuse included): what decide's answers divide by the temperature, and what laya-run calibrate
+  // fits the temperatures on (runtime/decisions/calibration.h).
+  Result<QuestionScores> score_questions(const json::Value& state,
+                                         const std::vector<decision::Question>& questions,
+                                         const std::optional<std::string>& system);
+  // schema: one state's result object.
+  Result<json::Value> decide_schema(const json::Value& state, const DecoderRequest& req,
+                                    const DecoderDecideOptions& opts);
+
+  // The automaton of a schema, compiled once per distinct schema text.
+  Result<std::shared_ptr<const grammar::TokenAutomaton>> automaton(const json::Value& schema);
+  const std::shared_ptr<const grammar::TokenVocab>& vocab() const { return vocab_; }
+
+  DecoderDecider(const DecoderDecider&) = delete;
+  DecoderDecider& operator=(const DecoderDecider&) = delete;
+
+ private:
+  DecoderDecider() = default;
+  Result<json::Value> answer_state(const json::Value& state, const DecoderRequest& req);
+  // Restores the prompt's cached prefix into seq_, prefills the rest, stores it; returns hit
+  // tokens.
+  Result<int64_t> prefill_prompt(std::span<const int32_t> ids, std::span<const int32_t> store);
+  // Token ids spelling `bytes` (whole characters through the tokenizer, stray UTF-8 bytes as
+  // single-byte tokens).
+  Result<std::vector<int32_t>> tokenize_bytes(std::string_view bytes) const;
+  // Appends `ids` to seq_ chunk by chunk; `row(i, logits)` sees the row after ids[i].
+  template <class F>
+  Status append(std::span<const int32_t> ids, F&& row);
+
+  DecoderRunner* runner_ = nullptr;
+  KvCache* cache_ = nullptr;
+  PrefixCache* prefix_ = nullptr;
+  DecoderText text_;
+  decision::Temperatures temps_;
+  int32_t seq_ = 0;
+  std::shared_ptr<const grammar::TokenVocab> vocab_;
+  std::map<std::string, std::shared_ptr<const grammar::TokenAutomaton>> automata_;
+};
+
+}  // namespace laya::runtime
