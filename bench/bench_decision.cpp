@@ -141,9 +141,9 @@ void BM_decision_overhead(benchmark::State& state) {
   RecordedNetwork net(c.record);
   for (auto _ : state) {
     Result<DecisionRequest> req = parse_request(c.body);
-    Result<json::Value> r =
-        run_decision(*req, *sh->tok.encoder, sh->tok.specials, sh->settings, net);
-    std::string out = json::dump(*r);
+    DecisionOutput r;
+    (void)run_decision(*req, *sh->tok.encoder, sh->tok.specials, sh->settings, net, &r);
+    std::string out = json::dump(r.json);
     benchmark::DoNotOptimize(out.data());
   }
 }
@@ -282,7 +282,10 @@ void BM_decision_overhead_cases(benchmark::State& state) {
     net.rewind();
     Result<DecisionRequest> req = parse_request(body);
     if (!req.is_ok()) return req.status();
-    return run_decision(*req, *rs->tok.encoder, rs->tok.specials, rs->settings, net);
+    DecisionOutput r;
+    LAYA_RETURN_IF_ERROR(
+        run_decision(*req, *rs->tok.encoder, rs->tok.specials, rs->settings, net, &r));
+    return std::move(r.json);
   };
   // The SDK's answer first: decide(questions=...) returns the answers alone.
   Result<json::Value> first = answer();

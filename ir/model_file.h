@@ -126,12 +126,19 @@ Status model_write(const Graph& g, const std::string& path, const WriteOptions& 
 // renamed meanwhile (model_write replaces files by rename, which is safe), but must not be
 // truncated or rewritten in place while mapped (reads of a vanished page raise SIGBUS, as with any
 // mapping). Error messages start with the path.
-Result<Graph> model_load(const std::string& path);
+struct LoadOptions {
+  // Run the FlatBuffers verifier over the whole model table. false: a trusted image (e.g. a
+  // signed flash partition) opens faster; the identifier, version, section, count, offset and
+  // graph checks of the list above still run, but a damaged table may then be read out of bounds.
+  bool verify_tables = true;
+};
+Result<Graph> model_load(const std::string& path, const LoadOptions& opts = {});
 
 // Parses and checks a .laya image of `size` bytes at `data` (see the list above). `data` must be
 // 64-byte aligned. On success Value::data and the metadata blobs point into [data, data + size)
 // (never copied) and `owner`, which must keep those bytes alive and unchanged, is stored in
 // Graph::keepalive; it may be null if the caller guarantees the lifetime itself.
-Result<Graph> model_parse(const uint8_t* data, uint64_t size, std::shared_ptr<const void> owner);
+Result<Graph> model_parse(const uint8_t* data, uint64_t size, std::shared_ptr<const void> owner,
+                          const LoadOptions& opts = {});
 
 }  // namespace laya::ir

@@ -88,7 +88,8 @@ bool dim_bounds_fit(const Dim& d, const std::vector<Symbol>& symbols) {
 
 class Parser {
  public:
-  Parser(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  Parser(const uint8_t* data, uint64_t size, bool verify_tables)
+      : data_(data), size_(size), verify_tables_(verify_tables) {}
 
   Result<Graph> parse();
 
@@ -104,6 +105,7 @@ class Parser {
 
   const uint8_t* data_;
   uint64_t size_;
+  bool verify_tables_;
   uint64_t fb_end_ = 0;  // 4 + fb_size
   const fb::Model* model_ = nullptr;
   const uint8_t* section_ = nullptr;
@@ -149,7 +151,7 @@ Status Parser::header() {
                         kModelFormatMajor);
 
   flatbuffers::Verifier verifier(data_, fb_end_);
-  if (!fb::VerifySizePrefixedModelBuffer(verifier))
+  if (verify_tables_ && !fb::VerifySizePrefixedModelBuffer(verifier))
     return status_error(StatusCode::kFileCorrupt,
                         "the FlatBuffers verifier rejects the %llu-byte model table",
                         static_cast<ull>(fb_size));
@@ -446,18 +448,19 @@ Status with_path(const std::string& path, const Status& s) {
 
 }  // namespace
 
-Result<Graph> model_parse(const uint8_t* data, uint64_t size, std::shared_ptr<const void> owner) {
+Result<Graph> model_parse(const uint8_t* data, uint64_t size, std::shared_ptr<const void> owner,
+                          const LoadOptions& opts) {
   if (size == 0) return status_error(StatusCode::kFileEmpty, "the model file is empty");
   if (data == nullptr || reinterpret_cast<uintptr_t>(data) % kModelAlignment != 0)
     return status_error(StatusCode::kInvalidArgument, "model bytes at %p are not %llu-byte aligned",
                         static_cast<const void*>(data), static_cast<ull>(kModelAlignment));
-  Parser parser(data, size);
+  Parser parser(data, size, opts.verify_tables);
   Result<Graph> g = parser.parse();
   if (g.is_ok() && owner) g->keepalive.push_back(std::move(owner));
   return g;
 }
 
-Result<Graph> model_load(const std::string& path) {
+Result<Graph> model_load(const std::string& path, const LoadOptions& opts) {
   LAYA_ASSIGN_OR_RETURN(ReadFile file, ReadFile::open(path));
   if (file.size() == 0) return status_error(StatusCode::kFileEmpty, "'%s' is empty", path.c_str());
   auto map = std::make_shared<Mapping>();
@@ -469,7 +472,8 @@ Result<Graph> model_load(const std::string& path) {
                         static_cast<ull>(map->size), std::strerror(map_errno));
   ::madvise(map->base, map->size, MADV_WILLNEED);  // advisory: start reading the weights in
   const auto* bytes = static_cast<const uint8_t*>(map->base);
-  Result<Graph> g = model_parse(bytes, map->size, std::shared_ptr<const void>(map, map->base));
+  Result<Graph> g =
+      model_parse(bytes, map->size, std::shared_ptr<const void>(map, map->base), opts);
   if (!g.is_ok()) return with_path(path, g.status());
   return g;
 }

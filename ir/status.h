@@ -37,6 +37,8 @@ namespace laya {
   X(kResourceExhausted, 104, "memory region too small")                            \
   X(kIndexOutOfRange, 105, "index read from a tensor is out of range")             \
   X(kDeadlineExceeded, 106, "deadline passed")                                     \
+  X(kAborted, 107, "aborted by the caller")                                        \
+  X(kLimitExceeded, 108, "over the context's limits")                              \
   /* 11x: a decision request is refused (upstream's error classes) */              \
   X(kRequestInvalid, 110, "malformed request")                                     \
   X(kRequestTooLarge, 111, "request over a limit")                                 \

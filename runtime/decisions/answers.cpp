@@ -46,14 +46,17 @@ Value num(double v) {
   return Value::number(py::round(v, 4));
 }
 
-// json.dumps' key for a label: str as is, int digits, float repr, true / false.
-std::string key_of(const Value& label) {
+}  // namespace
+
+std::string label_key(const Value& label) {
   if (label.is_string()) return label.as_string();
   if (label.is_bool()) return label.as_bool() ? "true" : "false";
   if (label.is_null()) return "null";
   if (label.is_number() && !label.is_integer()) return json::python_float_repr(label.as_double());
   return label.as_string();
 }
+
+namespace {
 
 // confidence_from_probs(p, k): normalized entropy, float32 as numpy computes it.
 double entropy_confidence(const std::vector<float>& p) {
@@ -69,23 +72,6 @@ double entropy_confidence(const std::vector<float>& p) {
 // The temperature bucket of k options (REFERENCE-laya.md §5).
 const char* size_bucket(size_t k) {
   return k <= 2 ? "2" : k <= 5 ? "3-5" : k <= 10 ? "6-10" : "11+";
-}
-
-// The bucket of an answer, as confidence._option_bucket reads it off the answer.
-std::string answer_bucket(const Value& a) {
-  const Value* type = a.find("type");
-  if (!type || !type->is_string()) return "";
-  const std::string& t = type->as_string();
-  if (t != "choice" && t != "score" && t != "noul") return "";
-  size_t k = 0;
-  const Value* probs = a.find("probabilities");
-  if (probs && probs->is_object() && !probs->members().empty())
-    k = probs->members().size();
-  else if (t == "noul")
-    k = 2;
-  else
-    return "";
-  return t + ":" + size_bucket(k);
 }
 
 }  // namespace
@@ -115,74 +101,131 @@ Temperatures model_temperatures(const ir::Metadata& meta) {
   return t;
 }
 
-Value decode_answers(const std::vector<Question>& questions, const std::vector<Row>& rows,
-                     const float* logits, int K, const float* act_logits,
-                     const Temperatures& temps) {
-  Value answers = Value::object();
-  for (size_t j = 0; j < rows.size(); ++j) {
-    const Question& q = questions[j];
-    const size_t k = rows[j].markers.size();
-    const float T = temps.get(q.type, static_cast<int>(k));
-    const float* row = logits + j * static_cast<size_t>(K);
-    std::vector<float> z(k), p(k);
-    float m = -INFINITY;
-    for (size_t i = 0; i < k; ++i) {
-      z[i] = row[i] / T;
-      m = std::max(m, z[i]);
-    }
-    for (size_t i = 0; i < k; ++i) p[i] = expf_exact(z[i] - m);
-    const float s = pairwise_sum(p.data(), k);
-    for (size_t i = 0; i < k; ++i) p[i] /= s;
-    if (!q.option_order.empty() && q.option_order.size() == k) {
-      std::vector<float> canonical(k);
-      for (size_t slot = 0; slot < k; ++slot)
-        canonical[static_cast<size_t>(q.option_order[slot])] = p[slot];
-      p = std::move(canonical);
-    }
-    size_t arg = 0;
-    for (size_t i = 1; i < k; ++i)
-      if (p[i] > p[arg]) arg = i;
-    const double top = k ? std::clamp(static_cast<double>(p[arg]), 0.0, 1.0) : 1.0;
-    Value action;
-    if (act_logits != nullptr) {
-      const float* act = act_logits + 2 * j;
-      const float am = std::max(act[0], act[1]);
-      const float e0 = expf_exact(act[0] - am), e1 = expf_exact(act[1] - am);
-      action = Value::object();
-      action.set("act_probability", num(static_cast<double>(e0 / (e0 + e1))));
-    }
-
-    Value a = Value::object();
-    a.set("type", Value::string(qtype_name(q.type)));
-    if (q.type == QType::kChoice) {
-      a.set("choice", q.labels[arg]);
-      Value probs = Value::object();
-      for (size_t i = 0; i < k; ++i)
-        probs.members().push_back({key_of(q.labels[i]), num(static_cast<double>(p[i]))});
-      a.set("probabilities", std::move(probs));
-      a.set("confidence", num(entropy_confidence(p)));
-    } else if (q.type == QType::kScore) {
-      std::vector<double> terms(k);
-      for (size_t i = 0; i < k; ++i) terms[i] = static_cast<double>(i) * static_cast<double>(p[i]);
-      a.set("score", num(pairwise_sum(terms.data(), k)));
-      Value legend = Value::object();
-      for (size_t i = 0; i < q.legend.size(); ++i)
-        legend.set(std::to_string(i), Value::string(q.legend[i]));
-      a.set("legend", std::move(legend));
-      Value probs = Value::object();
-      for (size_t i = 0; i < k; ++i) probs.set(std::to_string(i), num(static_cast<double>(p[i])));
-      a.set("probabilities", std::move(probs));
-      a.set("confidence", num(entropy_confidence(p)));
-    } else {
-      const double p1 = static_cast<double>(p[1]);
-      a.set("noul", num(p1));
-      a.set("confidence", num(std::max(p1, 1.0 - p1)));
-    }
-    a.set("answer_confidence", num(top));
-    if (act_logits != nullptr) a.set("action", std::move(action));
-    answers.members().push_back({q.id, std::move(a)});
+const char* abstention_name(Abstention a) {
+  switch (a) {
+    case Abstention::kPassed:
+      return "passed";
+    case Abstention::kAbstained:
+      return "abstained";
+    case Abstention::kUnevaluated:
+      return "unevaluated";
+    case Abstention::kNone:
+      break;
   }
-  return answers;
+  return "";
+}
+
+Answer compute_answer(const Question& q, size_t k, const float* row, const float* act_logits,
+                      const Temperatures& temps) {
+  Answer a;
+  a.type = q.type;
+  const float T = temps.get(q.type, static_cast<int>(k));
+  std::vector<float> z(k);
+  a.p.resize(k);
+  std::vector<float>& p = a.p;
+  float m = -INFINITY;
+  for (size_t i = 0; i < k; ++i) {
+    z[i] = row[i] / T;
+    m = std::max(m, z[i]);
+  }
+  for (size_t i = 0; i < k; ++i) p[i] = expf_exact(z[i] - m);
+  const float s = pairwise_sum(p.data(), k);
+  for (size_t i = 0; i < k; ++i) p[i] /= s;
+  if (!q.option_order.empty() && q.option_order.size() == k) {
+    // z is free now: the slots' probabilities back in label order
+    for (size_t slot = 0; slot < k; ++slot) z[static_cast<size_t>(q.option_order[slot])] = p[slot];
+    std::copy(z.begin(), z.end(), p.begin());
+  }
+  size_t arg = 0;
+  for (size_t i = 1; i < k; ++i)
+    if (p[i] > p[arg]) arg = i;
+  a.arg = static_cast<int32_t>(arg);
+  a.answer_confidence = k ? std::clamp(static_cast<double>(p[arg]), 0.0, 1.0) : 1.0;
+  if (act_logits != nullptr) {
+    const float am = std::max(act_logits[0], act_logits[1]);
+    const float e0 = expf_exact(act_logits[0] - am), e1 = expf_exact(act_logits[1] - am);
+    a.has_action = true;
+    a.act_probability = e0 / (e0 + e1);
+  }
+  if (q.type == QType::kNoul) {
+    const double p1 = static_cast<double>(p[1]);
+    a.confidence = std::max(p1, 1.0 - p1);
+  } else {
+    a.confidence = entropy_confidence(p);
+  }
+  if (q.type == QType::kScore) {
+    std::vector<double> terms(k);
+    for (size_t i = 0; i < k; ++i) terms[i] = static_cast<double>(i) * static_cast<double>(p[i]);
+    a.score = pairwise_sum(terms.data(), k);
+  }
+  return a;
+}
+
+void gate_answer(const MinConfidence& mc, Answer* a) {
+  if (!mc.present) return;
+  double threshold = mc.value;
+  if (mc.is_map) {
+    // confidence._option_bucket of the answer: its type and the number of its probabilities
+    // (noul: 2)
+    const std::string bucket = temp_bucket(a->type, static_cast<int>(a->p.size()));
+    threshold = 0.0;
+    bool found = false;
+    for (const auto& [key, v] : mc.buckets)
+      if (key == bucket) {
+        threshold = v;
+        found = true;
+      }
+    if (!found)
+      for (const auto& [key, v] : mc.buckets)
+        if (key == "default") threshold = v;
+  }
+  // The gate reads the answer's answer_confidence (else its confidence) as written: rounded.
+  const double ac = py::round(a->answer_confidence, 4), c = py::round(a->confidence, 4);
+  const double* conf = std::isfinite(ac) ? &ac : std::isfinite(c) ? &c : nullptr;
+  a->threshold = threshold;
+  a->abstention = !conf               ? Abstention::kUnevaluated
+                  : *conf < threshold ? Abstention::kAbstained
+                                      : Abstention::kPassed;
+}
+
+Value answer_json(const Question& q, const Answer& a) {
+  const size_t k = a.p.size();
+  const std::vector<float>& p = a.p;
+  Value o = Value::object();
+  o.set("type", Value::string(qtype_name(q.type)));
+  if (q.type == QType::kChoice) {
+    o.set("choice", q.labels[static_cast<size_t>(a.arg)]);
+    Value probs = Value::object();
+    for (size_t i = 0; i < k; ++i)
+      probs.members().push_back({label_key(q.labels[i]), num(static_cast<double>(p[i]))});
+    o.set("probabilities", std::move(probs));
+    o.set("confidence", num(a.confidence));
+  } else if (q.type == QType::kScore) {
+    o.set("score", num(a.score));
+    Value legend = Value::object();
+    for (size_t i = 0; i < q.legend.size(); ++i)
+      legend.set(std::to_string(i), Value::string(q.legend[i]));
+    o.set("legend", std::move(legend));
+    Value probs = Value::object();
+    for (size_t i = 0; i < k; ++i) probs.set(std::to_string(i), num(static_cast<double>(p[i])));
+    o.set("probabilities", std::move(probs));
+    o.set("confidence", num(a.confidence));
+  } else {
+    o.set("noul", num(static_cast<double>(p[1])));
+    o.set("confidence", num(a.confidence));
+  }
+  o.set("answer_confidence", num(a.answer_confidence));
+  if (a.has_action) {
+    Value action = Value::object();
+    action.set("act_probability", num(static_cast<double>(a.act_probability)));
+    o.set("action", std::move(action));
+  }
+  if (a.abstention != Abstention::kNone) {
+    if (a.abstention == Abstention::kAbstained) o.set("low_confidence", Value::boolean(true));
+    o.set("abstention", Value::string(abstention_name(a.abstention)));
+    o.set("abstention_threshold", Value::number(a.threshold));
+  }
+  return o;
 }
 
 Value usage_block(const std::vector<Question>& questions, const std::vector<Row>& rows) {
@@ -214,7 +257,9 @@ Value usage_block(const std::vector<Question>& questions, const std::vector<Row>
   return u;
 }
 
-Value make_result(Value answers, Value usage) {
+namespace {
+
+Value result_object(Value answers, Value usage) {
   Value r = Value::object();
   r.set("model", Value::string("laya-rl-agent"));
   r.set("answers", std::move(answers));
@@ -222,58 +267,21 @@ Value make_result(Value answers, Value usage) {
   return r;
 }
 
+}  // namespace
+
+Value make_result(const std::vector<Question>& questions, const std::vector<Answer>& answers,
+                  Value usage) {
+  Value a = Value::object();
+  for (size_t j = 0; j < answers.size(); ++j)
+    a.members().push_back({questions[j].id, answer_json(questions[j], answers[j])});
+  return result_object(std::move(a), std::move(usage));
+}
+
 Value empty_result() {
   Value u = Value::object();
   u.set("input_tokens", Value::integer(0));
   u.set("output_tokens", Value::integer(0));
-  return make_result(Value::object(), std::move(u));
-}
-
-void apply_confidence_gate(Value& result, const MinConfidence& mc) {
-  if (!mc.present) return;
-  Value* answers = result.find("answers");
-  if (!answers || !answers->is_object()) return;
-  for (auto& m : answers->members()) {
-    Value& a = m.value;
-    if (!a.is_object()) continue;
-    double threshold = mc.value;
-    if (mc.is_map) {
-      const std::string bucket = answer_bucket(a);
-      threshold = 0.0;
-      bool found = false;
-      for (const auto& [key, v] : mc.buckets)
-        if (!bucket.empty() && key == bucket) {
-          threshold = v;
-          found = true;
-        }
-      if (!found)
-        for (const auto& [key, v] : mc.buckets)
-          if (key == "default") threshold = v;
-    }
-    const Value* ac = a.find("answer_confidence");
-    const Value* c = a.find("confidence");
-    const Value* conf = ac && ac->is_number() && std::isfinite(ac->as_double()) ? ac
-                        : c && c->is_number() && std::isfinite(c->as_double())  ? c
-                                                                                : nullptr;
-    auto& mem = a.members();
-    auto erase = [&](const char* key) {
-      mem.erase(std::remove_if(mem.begin(), mem.end(),
-                               [&](const json::Member& x) { return x.key == key; }),
-                mem.end());
-    };
-    const char* state = "unevaluated";
-    if (!conf) {
-      erase("low_confidence");
-    } else if (conf->as_double() < threshold) {
-      a.set("low_confidence", Value::boolean(true));
-      state = "abstained";
-    } else {
-      erase("low_confidence");
-      state = "passed";
-    }
-    a.set("abstention", Value::string(state));
-    a.set("abstention_threshold", Value::number(threshold));
-  }
+  return result_object(Value::object(), std::move(u));
 }
 
 }  // namespace laya::decision

@@ -48,20 +48,49 @@ struct Temperatures {
 // GGUF file run directly, a model written before decoders stored one).
 Temperatures model_temperatures(const ir::Metadata& meta);
 
+// The key json.dumps writes for a label: a string as is, 1 -> "1", 1.5 -> "1.5", true -> "true".
+std::string label_key(const json::Value& label);
+
 // temp_bucket: "choice:2", "score:3-5", "noul:6-10", "choice:11+", ...
 std::string temp_bucket(QType t, int k);
 // clamp_temperature: [0.5, 5], 1.0 for a non-finite value.
 double clamp_temperature(double t);
 
-// The answers of one state's rows: `rows[j]` answers `questions[j]`. `logits` is f32 [rows, K]
-// (row-major; only the first k = rows[j].markers.size() entries of a row are read), `act_logits`
-// f32 [rows, 2], or null for a model without an act head (a decoder): the answers then have no
-// `action` field.
-json::Value decode_answers(const std::vector<Question>& questions, const std::vector<Row>& rows,
-                           const float* logits, int K, const float* act_logits,
-                           const Temperatures& temps);
+// How the min_confidence gate judged an answer (confidence.apply_confidence_gate).
+enum class Abstention : uint8_t { kNone = 0, kPassed = 1, kAbstained = 2, kUnevaluated = 3 };
+const char* abstention_name(Abstention a);  // "", "passed", "abstained", "unevaluated"
 
-// The usage block of one state's result: input_tokens (sum of row lengths), output_tokens 0,
+// One question's answer as computed, before it is written as JSON: what the C API's typed view
+// reads (unrounded), and what answer_json writes (rounded as above).
+struct Answer {
+  QType type = QType::kChoice;
+  std::vector<float> p;  // k probabilities in label order (option_order undone)
+  int32_t arg = 0;       // argmax of p (the first on ties)
+  double confidence =
+      1.0;  // choice / score: the normalized-entropy confidence; noul: max(p1, 1 - p1)
+  double answer_confidence = 1.0;  // max p, clamped to [0, 1]
+  double score = 0;                // score: sum i * p_i (pairwise, as numpy)
+  bool has_action = false;         // the model has an act head
+  float act_probability = 0;       // softmax(act_logits)[0]
+  Abstention abstention = Abstention::kNone;
+  double threshold = 0;  // the gate's threshold for this answer (with a gate)
+};
+
+// The answer of one row of k options: `logits` f32 [k] (the row's first k slots), `act_logits`
+// f32 [2] or null (a decoder: no act head).
+Answer compute_answer(const Question& q, size_t k, const float* logits, const float* act_logits,
+                      const Temperatures& temps);
+
+// apply_confidence_gate on one answer (it reads the answer's rounded confidences, as upstream
+// reads them off the answer dict): nothing without a gate.
+void gate_answer(const MinConfidence& mc, Answer* a);
+
+// The answer object upstream writes: type, choice | score + legend | noul, probabilities,
+// confidence, answer_confidence, action, then the gate's low_confidence / abstention /
+// abstention_threshold.
+json::Value answer_json(const Question& q, const Answer& a);
+
+// The usage of one state's result (encoders): input_tokens (sum of row lengths), output_tokens 0,
 // state_tokens, state_tokens_dropped (the worst row), truncated, truncated_questions, and
 // "options" {qid: {total, distinct, tokens_per_option}} when a question's options collapsed.
 json::Value usage_block(const std::vector<Question>& questions, const std::vector<Row>& rows);
@@ -69,11 +98,8 @@ json::Value usage_block(const std::vector<Question>& questions, const std::vecto
 // {"model": "laya-rl-agent", "answers": {}, "usage": {"input_tokens": 0, "output_tokens": 0}}:
 // the result for a request without questions (no tokenization, no forward pass).
 json::Value empty_result();
-// {"model": "laya-rl-agent", "answers": answers, "usage": usage}
-json::Value make_result(json::Value answers, json::Value usage);
-
-// apply_confidence_gate: with a gate, every answer gains "low_confidence": true when below it,
-// "abstention" (passed / abstained / unevaluated) and "abstention_threshold"; without, nothing.
-void apply_confidence_gate(json::Value& result, const MinConfidence& mc);
+// {"model": "laya-rl-agent", "answers": {id: answer_json}, "usage": usage}
+json::Value make_result(const std::vector<Question>& questions, const std::vector<Answer>& answers,
+                        json::Value usage);
 
 }  // namespace laya::decision

@@ -118,10 +118,6 @@ Result<std::vector<Question>> shortlist_questions(const DecisionRequest& req, Ne
   return out;
 }
 
-struct StateRows {
-  std::vector<Row> rows;
-};
-
 // Every state's rows (the whole request is tokenized before the first forward, as upstream
 // encodes a window of states before running it).
 Result<std::vector<StateRows>> build_rows(const DecisionRequest& req,
@@ -154,55 +150,88 @@ Result<std::vector<StateRows>> build_rows(const DecisionRequest& req,
 
 }  // namespace
 
-Result<Value> run_decision(const DecisionRequest& req, const TextEncoder& tok,
-                           const SpecialTokens& sp, const DecisionSettings& settings,
-                           Network& net) {
-  std::vector<Question> questions = req.questions;
-  Value shortlist_meta;
+Status prepare_decision(const DecisionRequest& req, const TextEncoder& tok, const SpecialTokens& sp,
+                        const DecisionSettings& settings, Network& net, PreparedDecision* out) {
+  *out = PreparedDecision();
+  out->questions = req.questions;
   if (req.shortlist_k) {
-    LAYA_ASSIGN_OR_RETURN(questions, shortlist_questions(req, net, &shortlist_meta));
+    LAYA_ASSIGN_OR_RETURN(out->questions, shortlist_questions(req, net, &out->shortlist));
   }
+  if (out->questions.empty()) return Status::ok();
+  LAYA_ASSIGN_OR_RETURN(out->states, build_rows(req, out->questions, tok, sp, settings));
+  for (const StateRows& sr : out->states)
+    for (const Row& r : sr.rows) out->K = std::max(out->K, static_cast<int>(r.markers.size()));
+  return Status::ok();
+}
+
+Status forward_decisions(std::span<PreparedDecision* const> decisions, Network& net,
+                         std::vector<float>* logits, std::vector<float>* act, int* K) {
+  std::vector<Row> packed;
+  *K = 2;
+  for (const PreparedDecision* d : decisions) {
+    *K = std::max(*K, d->K);
+    for (const StateRows& sr : d->states)
+      for (const Row& r : sr.rows) packed.push_back(r);
+  }
+  logits->assign(packed.size() * static_cast<size_t>(*K), -1e4f);
+  act->assign(packed.size() * 2, 0.0f);
+  if (packed.empty()) return Status::ok();
+  return net.forward(packed, *K, logits->data(), act->data());
+}
+
+void finish_decision(const DecisionRequest& req, PreparedDecision&& prep, const float* logits,
+                     const float* act, int K, const DecisionSettings& settings,
+                     DecisionOutput* out) {
+  out->questions = std::move(prep.questions);
+  out->states.clear();
+  const std::vector<Question>& questions = out->questions;
   std::vector<Value> results;
   if (questions.empty()) {
+    out->states.resize(req.states.size());
     for (size_t i = 0; i < req.states.size(); ++i) results.push_back(empty_result());
   } else {
-    LAYA_ASSIGN_OR_RETURN(std::vector<StateRows> per_state,
-                          build_rows(req, questions, tok, sp, settings));
-    const size_t chunk = req.batch_size ? static_cast<size_t>(*req.batch_size) : per_state.size();
-    std::vector<Row> packed;
-    std::vector<float> logits, act;
-    for (size_t s0 = 0; s0 < per_state.size(); s0 += chunk) {
-      const size_t s1 = std::min(per_state.size(), s0 + chunk);
-      packed.clear();
-      int K = 2;
-      for (size_t s = s0; s < s1; ++s)
-        for (const Row& r : per_state[s].rows) {
-          packed.push_back(r);
-          K = std::max(K, static_cast<int>(r.markers.size()));
-        }
-      logits.assign(packed.size() * static_cast<size_t>(K), -1e4f);
-      act.assign(packed.size() * 2, 0.0f);
-      LAYA_RETURN_IF_ERROR(net.forward(packed, K, logits.data(), act.data()));
-      size_t row = 0;
-      for (size_t s = s0; s < s1; ++s) {
-        const std::vector<Row>& rows = per_state[s].rows;
-        Value answers =
-            decode_answers(questions, rows, logits.data() + row * static_cast<size_t>(K), K,
-                           act.data() + row * 2, settings.temperatures);
-        results.push_back(make_result(std::move(answers), usage_block(questions, rows)));
-        row += rows.size();
+    size_t row = 0;
+    for (const StateRows& st : prep.states) {
+      const std::vector<Row>& rows = st.rows;
+      StateResult sr;
+      for (size_t j = 0; j < rows.size(); ++j, ++row) {
+        Answer a = compute_answer(questions[j], rows[j].markers.size(),
+                                  logits + row * static_cast<size_t>(K), act + row * 2,
+                                  settings.temperatures);
+        gate_answer(req.min_confidence, &a);
+        sr.answers.push_back(std::move(a));
+        sr.usage.input_tokens += static_cast<int64_t>(rows[j].ids.size());
+        sr.usage.state_tokens_dropped = std::max(sr.usage.state_tokens_dropped,
+                                                 rows[j].state_tokens - rows[j].state_tokens_used);
+        sr.usage.truncated_questions += rows[j].truncated() ? 1 : 0;
       }
+      sr.usage.state_tokens = rows.empty() ? 0 : rows[0].state_tokens;
+      results.push_back(make_result(questions, sr.answers, usage_block(questions, rows)));
+      out->states.push_back(std::move(sr));
     }
   }
-  for (Value& r : results) apply_confidence_gate(r, req.min_confidence);
-  if (req.shortlist_k && !results.empty()) results[0].set("shortlist", std::move(shortlist_meta));
+  if (req.shortlist_k && !results.empty()) results[0].set("shortlist", std::move(prep.shortlist));
   if (req.schema)
     for (Value& r : results) {
       Value details = decision_details(req.fields, r);
       r = req.return_details ? std::move(details) : *details.find("values");
     }
-  if (!req.batch && !results.empty()) return std::move(results[0]);
-  return Value::array(std::move(results));
+  if (!req.batch && !results.empty())
+    out->json = std::move(results[0]);
+  else
+    out->json = Value::array(std::move(results));
+}
+
+Status run_decision(const DecisionRequest& req, const TextEncoder& tok, const SpecialTokens& sp,
+                    const DecisionSettings& settings, Network& net, DecisionOutput* out) {
+  PreparedDecision prep;
+  LAYA_RETURN_IF_ERROR(prepare_decision(req, tok, sp, settings, net, &prep));
+  std::vector<float> logits, act;
+  int K = 2;
+  PreparedDecision* one[1] = {&prep};
+  LAYA_RETURN_IF_ERROR(forward_decisions(one, net, &logits, &act, &K));
+  finish_decision(req, std::move(prep), logits.data(), act.data(), K, settings, out);
+  return Status::ok();
 }
 
 Result<Value> explain_decision(const DecisionRequest& req, const TextEncoder& tok,

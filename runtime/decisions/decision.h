@@ -37,7 +37,7 @@ struct DecisionSettings {
   Temperatures temperatures;
 };
 
-// The forward passes a decision needs; implemented over a Session by the agent (agent.h) and by
+// The forward passes a decision needs; implemented over a Session by EncoderNetwork (encoder.h) and by
 // recorded outputs in tests.
 class Network {
  public:
@@ -53,11 +53,62 @@ class Network {
                        std::vector<std::vector<float>>* out) = 0;
 };
 
-// The SDK's result object: Agent.predict's (an object), predict_batch's (a list), predict_shortlist's
-// (the object plus "shortlist") or decide's details for a schema request.
-Result<json::Value> run_decision(const DecisionRequest& req, const TextEncoder& tok,
-                                 const SpecialTokens& sp, const DecisionSettings& settings,
-                                 Network& net);
+// The usage counts of one state's result (the typed view of its usage block).
+struct Usage {
+  int64_t input_tokens = 0;   // tokens the network read for this state (decoders: prompt tokens)
+  int64_t output_tokens = 0;  // generated tokens (schema decisions on a decoder)
+  int64_t state_tokens = 0;   // the state's tokens (encoders)
+  int64_t state_tokens_dropped = 0;  // the most any row dropped (encoders)
+  int64_t truncated_questions = 0;   // questions whose row lost state tokens (encoders)
+  int64_t prefill_tokens = 0;        // decoders: prompt tokens run (not from the prefix cache)
+  int64_t prefix_hit_tokens = 0;     // decoders: prompt tokens reused from the prefix cache
+};
+
+// One state's typed result: an answer per question (DecisionOutput::questions) and the usage.
+struct StateResult {
+  std::vector<Answer> answers;
+  Usage usage;
+};
+
+// A decision as computed (the typed view) and as the SDK writes it.
+struct DecisionOutput {
+  std::vector<Question> questions;  // as answered: a shortlist narrows a choice's labels
+  std::vector<StateResult> states;  // one per state of the request
+  // The SDK's result object: Agent.predict's (an object), predict_batch's (a list),
+  // predict_shortlist's (the object plus "shortlist") or decide's details for a schema request.
+  json::Value json;
+};
+
+Status run_decision(const DecisionRequest& req, const TextEncoder& tok, const SpecialTokens& sp,
+                    const DecisionSettings& settings, Network& net, DecisionOutput* out);
+
+// run_decision in three steps, so that several requests share forward passes (their rows
+// packed: rows never interact, so every answer is the request's alone):
+//   prepare_decision   the shortlist (embeddings: a forward of its own) and every row
+//   forward_decisions  one forward over the rows of all the requests given, in order
+//   finish_decision    answers, gate, usage and the SDK's JSON of one request, reading its rows'
+//                      logits / act logits (row-major, stride K) from where its rows start
+struct StateRows {
+  std::vector<Row> rows;  // one per question
+};
+struct PreparedDecision {
+  std::vector<Question> questions;  // as answered (a shortlist narrows them)
+  std::vector<StateRows> states;    // rows per state (none without questions)
+  json::Value shortlist;            // predict_shortlist's metadata
+  int K = 2;                        // the widest row's markers (at least 2)
+  size_t rows() const {
+    size_t n = 0;
+    for (const StateRows& s : states) n += s.rows.size();
+    return n;
+  }
+};
+Status prepare_decision(const DecisionRequest& req, const TextEncoder& tok, const SpecialTokens& sp,
+                        const DecisionSettings& settings, Network& net, PreparedDecision* out);
+Status forward_decisions(std::span<PreparedDecision* const> decisions, Network& net,
+                         std::vector<float>* logits, std::vector<float>* act, int* K);
+void finish_decision(const DecisionRequest& req, PreparedDecision&& prep, const float* logits,
+                     const float* act, int K, const DecisionSettings& settings,
+                     DecisionOutput* out);
 
 // What the network would read, without running it:
 //   {"rows": [{"question", "input_ids", "marker_positions", "truncated"}...], "usage": ...}

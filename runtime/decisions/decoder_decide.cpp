@@ -25,6 +25,11 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// DecoderDecideOptions::clock_ms, or the steady clock's milliseconds since `origin`.
+double decide_clock_ms(const DecoderDecideOptions& opts, Clock::time_point origin) {
+  return opts.clock_ms != nullptr ? opts.clock_ms(opts.clock_ctx) : ms_since(origin);
+}
+
 Value num4(double v) {
   return Value::number(py::round(v, 4));
 }
@@ -84,74 +89,62 @@ std::string question_text(const decision::Question& q) {
   return s;
 }
 
-// The path of the value that starts at the end of `text` (a prefix of a canonical JSON text):
-// "a.b[2].c", "$" for the root.
-std::string value_path(std::string_view text) {
-  struct Frame {
-    bool object;
-    std::string key;
-    int64_t index;
-  };
-  std::vector<Frame> frames;
-  bool in_string = false, escape = false, expect_key = false, reading_key = false;
-  size_t string_start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escape) {
-        escape = false;
-      } else if (c == '\\') {
-        escape = true;
-      } else if (c == '"') {
-        in_string = false;
-        if (reading_key && !frames.empty()) {
-          Result<Value> k = json::parse(text.substr(string_start, i + 1 - string_start));
-          frames.back().key = k.is_ok() && k->is_string() ? k->as_string() : "";
-          reading_key = false;
-        }
+// The item indices of the arrays enclosing the end of a canonical JSON text, outer first: fed the
+// text once, byte by byte, as it is generated (strings skipped).
+class ItemIndices {
+ public:
+  void feed(std::string_view bytes) {
+    for (const char c : bytes) {
+      if (in_string_) {
+        if (escape_)
+          escape_ = false;
+        else if (c == '\\')
+          escape_ = true;
+        else if (c == '"')
+          in_string_ = false;
+        continue;
       }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        in_string = true;
-        string_start = i;
-        reading_key = expect_key;
-        expect_key = false;
-        break;
-      case '{':
-        frames.push_back({true, "", 0});
-        expect_key = true;
-        break;
-      case '[':
-        frames.push_back({false, "", 0});
-        break;
-      case '}':
-      case ']':
-        if (!frames.empty()) frames.pop_back();
-        break;
-      case ',':
-        if (!frames.empty()) {
-          if (frames.back().object)
-            expect_key = true;
-          else
-            ++frames.back().index;
-        }
-        break;
-      default:
-        break;
+      switch (c) {
+        case '"':
+          in_string_ = true;
+          break;
+        case '{':
+          frames_.push_back(-1);
+          break;
+        case '[':
+          frames_.push_back(0);
+          break;
+        case '}':
+        case ']':
+          if (!frames_.empty()) frames_.pop_back();
+          break;
+        case ',':
+          if (!frames_.empty() && frames_.back() >= 0) ++frames_.back();
+          break;
+        default:
+          break;
+      }
     }
   }
-  if (frames.empty()) return "$";
-  std::string out;
-  for (const Frame& f : frames) {
-    if (f.object)
-      out += (out.empty() ? "" : ".") + f.key;
-    else
-      out += "[" + std::to_string(f.index) + "]";
+  // The indices a slot's kAnyItem steps take: for every index step of its path the next
+  // enclosing array's item index, kept where the step is kAnyItem.
+  std::vector<int64_t> any_items(const grammar::SlotPath& path) const {
+    std::vector<int64_t> out;
+    size_t depth = 0;
+    for (const grammar::SlotStep& st : path) {
+      if (st.index == grammar::kKey) continue;
+      while (depth < frames_.size() && frames_[depth] < 0) ++depth;  // objects
+      const int64_t at = depth < frames_.size() ? frames_[depth] : 0;
+      ++depth;
+      if (st.index == grammar::kAnyItem) out.push_back(at);
+    }
+    return out;
   }
-  return out;
-}
+
+ private:
+  std::vector<int64_t> frames_;  // per open container: -1 an object, else the array's item index
+  bool in_string_ = false, escape_ = false;
+};
 
 // Log-softmax of `logits[id]` over the ids allowed by `mask` (bit id % 64 of word id / 64), in
 // double.
@@ -349,11 +342,42 @@ Result<std::vector<int32_t>> option_label_ids(const tok::Tokenizer& tok, size_t 
   return ids;
 }
 
+Result<std::shared_ptr<const grammar::TokenVocab>> decoder_token_vocab(
+    const tok::Tokenizer& tok, int32_t vocab, std::span<const int32_t> stop_ids) {
+  std::vector<std::string> pieces(static_cast<size_t>(vocab));
+  for (int32_t id = 0; id < vocab && id < tok.vocab_size(); ++id) {
+    std::string piece;
+    if (tok.token_to_piece(id, false, &piece).is_ok())
+      pieces[static_cast<size_t>(id)] = std::move(piece);
+  }
+  std::vector<int32_t> stops;
+  for (int32_t id : stop_ids)
+    if (id >= 0 && id < vocab) stops.push_back(id);
+  return grammar::TokenVocab::create(std::move(pieces), std::move(stops));
+}
+
+Result<std::shared_ptr<const grammar::TokenAutomaton>> AutomatonCache::get(
+    const json::Value& schema) const {
+  const std::string key = json::dump(schema);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = automata_.find(key); it != automata_.end()) return it->second;
+  LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> a,
+                        grammar::TokenAutomaton::compile(schema, vocab_));
+  automata_.emplace(key, a);
+  return a;
+}
+
 Result<std::unique_ptr<DecoderDecider>> DecoderDecider::create(
     DecoderRunner& runner, KvCache& cache, PrefixCache* prefix_cache, DecoderText text,
-    decision::Temperatures temps, int32_t seq) {
+    decision::Temperatures temps, const AutomatonCache* automata, int32_t seq) {
   if (text.tokenizer == nullptr)
     return Status(StatusCode::kInvalidArgument, "a decoder decision needs the model's tokenizer");
+  if (automata == nullptr)
+    return Status(StatusCode::kInvalidArgument, "a decoder decision needs an automaton cache");
+  if (automata->vocab()->size() != runner.vocab())
+    return status_error(StatusCode::kInvalidArgument,
+                        "the grammar vocabulary has %d ids, the logits %lld",
+                        automata->vocab()->size(), static_cast<long long>(runner.vocab()));
   if (seq < 0 || seq >= cache.max_seqs())
     return Status(StatusCode::kInvalidArgument, "the working sequence is outside the KV cache");
   if (prefix_cache != nullptr && &prefix_cache->kv_cache() != &cache)
@@ -362,32 +386,12 @@ Result<std::unique_ptr<DecoderDecider>> DecoderDecider::create(
   d->runner_ = &runner;
   d->cache_ = &cache;
   d->prefix_ = prefix_cache;
+  d->automata_ = automata;
   d->temps_ = std::move(temps);
   d->seq_ = seq;
-  const int32_t vocab = static_cast<int32_t>(runner.vocab());
-  std::vector<std::string> pieces(static_cast<size_t>(vocab));
-  for (int32_t id = 0; id < vocab && id < text.tokenizer->vocab_size(); ++id) {
-    std::string piece;
-    if (text.tokenizer->token_to_piece(id, false, &piece).is_ok())
-      pieces[static_cast<size_t>(id)] = std::move(piece);
-  }
-  std::vector<int32_t> stops;
-  for (int32_t id : text.stop_ids)
-    if (id >= 0 && id < vocab) stops.push_back(id);
-  text.stop_ids = stops;
-  LAYA_ASSIGN_OR_RETURN(d->vocab_, grammar::TokenVocab::create(std::move(pieces), stops));
+  text.stop_ids = automata->vocab()->stop_ids();
   d->text_ = std::move(text);
   return d;
-}
-
-Result<std::shared_ptr<const grammar::TokenAutomaton>> DecoderDecider::automaton(
-    const json::Value& schema) {
-  const std::string key = json::dump(schema);
-  if (auto it = automata_.find(key); it != automata_.end()) return it->second;
-  LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> a,
-                        grammar::TokenAutomaton::compile(schema, vocab_));
-  automata_.emplace(key, a);
-  return a;
 }
 
 Result<std::vector<int32_t>> DecoderDecider::tokenize_bytes(std::string_view bytes) const {
@@ -407,7 +411,7 @@ Result<std::vector<int32_t>> DecoderDecider::tokenize_bytes(std::string_view byt
   std::vector<int32_t> ids;
   auto single = [&](size_t from, size_t to) -> Status {
     for (size_t i = from; i < to; ++i) {
-      const int32_t t = vocab_->byte_token(static_cast<uint8_t>(bytes[i]));
+      const int32_t t = vocab().byte_token(static_cast<uint8_t>(bytes[i]));
       if (t < 0)
         return Status(StatusCode::kInternal, "a byte of forced text has no single-byte token");
       ids.push_back(t);
@@ -481,196 +485,291 @@ Result<QuestionScores> DecoderDecider::score_questions(
   return out;
 }
 
-Result<json::Value> DecoderDecider::answer_state(const json::Value& state,
-                                                 const DecoderRequest& req) {
+Status DecoderDecider::answer_state(const json::Value& state, const DecoderRequest& req,
+                                    decision::StateResult* out) {
   const std::vector<decision::Question>& qs = req.questions.questions;
-  if (qs.empty()) return decision::empty_result();
+  if (qs.empty()) return Status::ok();
   LAYA_ASSIGN_OR_RETURN(QuestionScores s, score_questions(state, qs, req.system));
-  Value answers = Value::object();
-  int64_t input = 0;
   for (size_t j = 0; j < qs.size(); ++j) {
-    decision::Row row;
-    row.markers.resize(s.scores[j].size());
-    row.qtype = qs[j].type;
-    const std::vector<decision::Question> one = {qs[j]};
-    const std::vector<decision::Row> rows = {row};
-    Value a = decision::decode_answers(one, rows, s.scores[j].data(),
-                                       static_cast<int>(s.scores[j].size()), nullptr, temps_);
-    for (auto& m : a.members()) answers.members().push_back(std::move(m));
-    input += static_cast<int64_t>(s.prompt.shared.size() + s.prompt.suffixes[j].size());
+    decision::Answer a =
+        decision::compute_answer(qs[j], s.scores[j].size(), s.scores[j].data(), nullptr, temps_);
+    decision::gate_answer(req.min_confidence, &a);
+    out->answers.push_back(std::move(a));
+    out->usage.input_tokens +=
+        static_cast<int64_t>(s.prompt.shared.size() + s.prompt.suffixes[j].size());
+  }
+  out->usage.prefill_tokens = s.prefill_tokens;
+  out->usage.prefix_hit_tokens = s.prefix_hit_tokens;
+  return Status::ok();
+}
+
+json::Value decoder_answers_json(const std::vector<decision::Question>& questions,
+                                 const decision::StateResult& r) {
+  if (questions.empty()) return decision::empty_result();
+  Value usage = Value::object();
+  usage.set("input_tokens", Value::integer(r.usage.input_tokens));
+  usage.set("prefill_tokens", Value::integer(r.usage.prefill_tokens));
+  usage.set("prefix_hit_tokens", Value::integer(r.usage.prefix_hit_tokens));
+  usage.set("output_tokens", Value::integer(0));
+  return decision::make_result(questions, r.answers, std::move(usage));
+}
+
+Status DecoderDecider::decide(const DecoderRequest& req, const DecoderDecideOptions& opts,
+                              DecoderOutput* out) {
+  *out = DecoderOutput();
+  out->schema = req.schema;
+  out->questions.questions = req.questions.questions;
+  std::vector<Value> results;
+  for (const Value& state : req.states) {
+    Status st;
+    if (req.schema) {
+      SchemaDecision d;
+      st = decide_schema(state, req, opts, &d);
+      if (st.is_ok()) {
+        results.push_back(schema_decision_json(d));
+        out->decisions.push_back(std::move(d));
+      }
+    } else {
+      decision::StateResult r;
+      st = answer_state(state, req, &r);
+      if (st.is_ok()) {
+        results.push_back(decoder_answers_json(req.questions.questions, r));
+        out->questions.states.push_back(std::move(r));
+      }
+    }
+    if (!st.is_ok()) {
+      (void)cache_->remove(seq_);
+      *out = DecoderOutput();
+      return st;
+    }
+  }
+  if (req.batch)
+    out->json = Value::array(std::move(results));
+  else if (!results.empty())
+    out->json = std::move(results[0]);
+  return Status::ok();
+}
+
+json::Value schema_decision_json(const SchemaDecision& d) {
+  Value fields = Value::object();
+  for (const FieldResult& f : d.fields) {
+    Value probs = Value::object();
+    for (size_t o = 0; o < f.options.size(); ++o)
+      probs.members().push_back({f.options[o], num4(f.p[o])});
+    Value field = Value::object();
+    field.set("probabilities", std::move(probs));
+    field.set("confidence", num4(f.confidence));
+    if (f.needs_review) field.set("needs_review", Value::boolean(true));
+    fields.set(f.path, std::move(field));
   }
   Value usage = Value::object();
-  usage.set("input_tokens", Value::integer(input));
-  usage.set("prefill_tokens", Value::integer(s.prefill_tokens));
-  usage.set("prefix_hit_tokens", Value::integer(s.prefix_hit_tokens));
-  usage.set("output_tokens", Value::integer(0));
-  Value result = decision::make_result(std::move(answers), std::move(usage));
-  decision::apply_confidence_gate(result, req.min_confidence);
-  return result;
+  usage.set("input_tokens", Value::integer(d.usage.input_tokens));
+  usage.set("prefix_hit_tokens", Value::integer(d.usage.prefix_hit_tokens));
+  usage.set("output_tokens", Value::integer(d.usage.output_tokens));
+  Value timings = Value::object();
+  timings.set("load_ms", num1(d.timings.load_ms));
+  timings.set("ttft_ms", num1(d.timings.ttft_ms));
+  timings.set("prefill_ms", num1(d.timings.prefill_ms));
+  timings.set("decode_tokens_per_s", num1(d.timings.decode_tokens_per_s));
+  Value pc = Value::object();
+  pc.set("hits", Value::integer(d.timings.prefix_hits));
+  pc.set("misses", Value::integer(d.timings.prefix_misses));
+  pc.set("hit_tokens", Value::integer(d.timings.prefix_hit_tokens));
+  timings.set("prefix_cache", std::move(pc));
+  Value out = Value::object();
+  out.set("decision", d.decision);
+  out.set("fields", std::move(fields));
+  out.set("fallback", Value::boolean(d.fallback));
+  out.set("usage", std::move(usage));
+  out.set("timings", std::move(timings));
+  return out;
 }
 
-Result<json::Value> DecoderDecider::decide(const DecoderRequest& req,
-                                           const DecoderDecideOptions& opts) {
-  Value list = Value::array();
-  for (const Value& state : req.states) {
-    Result<Value> r = req.schema ? decide_schema(state, req, opts) : answer_state(state, req);
-    if (!r.is_ok()) {
-      (void)cache_->remove(seq_);
-      return r.status();
+// One schema decision's walk through the automaton: the matcher, the text and tokens so far, the
+// budget and the fields, with one method per kind of step (forced text, one constrained token, a
+// scored slot). Every byte committed is fed once to the item counter that fills a slot's path.
+class DecoderDecider::SchemaWalk {
+ public:
+  // `t0`: now() at the decision's start (the deadline and the timings count from it).
+  SchemaWalk(DecoderDecider& d, const grammar::TokenAutomaton& ta, const DecoderRequest& req,
+             Sampler& sampler, const DecoderDecideOptions& opts, Clock::time_point origin,
+             double t0)
+      : d_(d),
+        ta_(ta),
+        req_(req),
+        sr_(req.schema_request),
+        sampler_(sampler),
+        opts_(opts),
+        origin_(origin),
+        t0_(t0),
+        m_(&ta) {}
+
+  // Runs until the document is complete or the budget is spent (overrun()).
+  Status run(SchemaDecision* out) {
+    logits_ = d_.runner_->last_logits().data();
+    while (!m_.complete()) {
+      const int32_t s = m_.state();
+      const int32_t slot = ta_.chars().entry_slot(s);
+      bool stop = false;
+      if (slot < 0 && ta_.chars().forced_byte(s) >= 0) {
+        LAYA_RETURN_IF_ERROR(forced(&stop));
+      } else if (slot >= 0 && !ta_.chars().entry_mixed(s)) {
+        LAYA_RETURN_IF_ERROR(score_slot(slot, out, &stop));
+      } else {
+        LAYA_RETURN_IF_ERROR(token(slot, out, &stop));
+      }
+      if (stop) break;
     }
-    if (!req.batch) return r;
-    list.push(std::move(r).value());
+    return Status::ok();
   }
-  return list;
-}
 
-Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
-                                                  const DecoderRequest& req,
-                                                  const DecoderDecideOptions& opts) {
-  const Clock::time_point origin = Clock::now();
-  auto now_ms = [&] {
-    return opts.clock_ms != nullptr ? opts.clock_ms(opts.clock_ctx) : ms_since(origin);
-  };
-  const double t0 = now_ms();
-  auto ms_since_t0 = [&] { return now_ms() - t0; };
-  const DecoderSchemaRequest& sr = req.schema_request;
-  LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> ta, automaton(sr.schema));
-  const grammar::CharAutomaton& chars = ta->chars();
-  LAYA_ASSIGN_OR_RETURN(DecoderPrompt prompt, schema_prompt(text_, state, sr.schema, req.system));
-  SamplerConfig sc = opts.sampler;
-  sc.stop_ids = text_.stop_ids;
-  const int32_t V = static_cast<int32_t>(runner_->vocab());
-  LAYA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(sc, V));
-  const PrefixCacheStats before = prefix_ ? prefix_->stats() : PrefixCacheStats{};
+  bool overrun() const { return overrun_ != StatusCode::kOk; }
+  Status overrun_status() const {
+    return Status(overrun_,
+                  overrun_why_ + ", and the request has no fallback (nor the schema a default)");
+  }
+  const std::string& text() const { return text_; }
+  size_t tokens() const { return out_ids_.size(); }
+  double first_token_ms() const { return first_token_ms_; }
 
-  LAYA_ASSIGN_OR_RETURN(const int64_t hit,
-                        prefill_prompt(prompt.ids, std::span(prompt.ids).first(prompt.shared)));
-  const double prefill_ms = ms_since_t0();
+ private:
+  double elapsed() const { return decide_clock_ms(opts_, origin_) - t0_; }
 
-  grammar::GrammarMatcher m(ta.get());
-  std::string text;
-  std::vector<int32_t> out_ids;
-  std::vector<float> slot_logits(static_cast<size_t>(V));
-  Value fields = Value::object();
-  bool overrun = false;
-  StatusCode overrun_code = StatusCode::kOk;
-  std::string overrun_why;
-  const float* logits = runner_->last_logits().data();
-  auto budget = [&](size_t more) {
-    if (out_ids.size() + more > static_cast<size_t>(sr.max_tokens)) {
-      overrun = true;
-      overrun_code = StatusCode::kResourceExhausted;
-      overrun_why =
-          "the decision needs more than max_tokens " + std::to_string(sr.max_tokens) + " tokens";
+  // Whether `more` tokens still fit max_tokens and the deadline; records the overrun otherwise.
+  bool budget(size_t more) {
+    if (out_ids_.size() + more > static_cast<size_t>(sr_.max_tokens)) {
+      overrun_ = StatusCode::kLimitExceeded;
+      overrun_why_ =
+          "the decision needs more than max_tokens " + std::to_string(sr_.max_tokens) + " tokens";
       return false;
     }
-    if (sr.deadline_ms && ms_since_t0() > static_cast<double>(*sr.deadline_ms)) {
-      overrun = true;
-      overrun_code = StatusCode::kDeadlineExceeded;
-      overrun_why = "the decision passed deadline_ms " + std::to_string(*sr.deadline_ms);
+    if (sr_.deadline_ms && elapsed() > static_cast<double>(*sr_.deadline_ms)) {
+      overrun_ = StatusCode::kDeadlineExceeded;
+      overrun_why_ = "the decision passed deadline_ms " + std::to_string(*sr_.deadline_ms);
       return false;
     }
     return true;
-  };
-  // Appends tokens whose bytes are `bytes` (already accepted by the matcher).
-  auto commit = [&](const std::vector<int32_t>& ids, std::string_view bytes) -> Status {
-    LAYA_RETURN_IF_ERROR(runner_->prefill(seq_, ids));
-    logits = runner_->last_logits().data();
-    out_ids.insert(out_ids.end(), ids.begin(), ids.end());
-    text.append(bytes);
-    return Status::ok();
-  };
-  double first_token_ms = -1;
+  }
 
-  while (!m.complete()) {
-    const int32_t s = m.state();
-    const int32_t slot = chars.entry_slot(s);
-    bool score_slot = slot >= 0 && !chars.entry_mixed(s);
-    if (slot < 0 && chars.forced_byte(s) >= 0) {
-      // Forced text up to the next choice (or slot entry).
-      std::string forced;
-      int32_t f = s;
-      while (chars.entry_slot(f) < 0 && chars.forced_byte(f) >= 0) {
-        forced.push_back(static_cast<char>(chars.forced_byte(f)));
-        f = chars.next(f, static_cast<uint8_t>(forced.back()));
-      }
-      LAYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenize_bytes(forced));
-      for (int32_t id : ids)
-        if (id < 0 || id >= V || !ta->allowed(m.state(), id) || !m.accept(id).is_ok())
-          return Status(StatusCode::kInternal,
-                        "the forced text '" + forced + "' does not tokenize within the grammar");
-      if (!budget(ids.size())) break;
-      LAYA_RETURN_IF_ERROR(commit(ids, forced));
-      if (first_token_ms < 0) first_token_ms = ms_since_t0();
-      continue;
+  // Appends tokens whose bytes are `bytes` (already accepted by the matcher).
+  Status commit(std::span<const int32_t> ids, std::string_view bytes) {
+    LAYA_RETURN_IF_ERROR(d_.runner_->prefill(d_.seq_, ids));
+    logits_ = d_.runner_->last_logits().data();
+    out_ids_.insert(out_ids_.end(), ids.begin(), ids.end());
+    text_.append(bytes);
+    items_.feed(bytes);
+    if (first_token_ms_ < 0) first_token_ms_ = elapsed();
+    return Status::ok();
+  }
+
+  // Forced text up to the next choice (or slot entry): tokenized and appended in one step.
+  Status forced(bool* stop) {
+    const grammar::CharAutomaton& chars = ta_.chars();
+    std::string run;
+    int32_t f = m_.state();
+    while (chars.entry_slot(f) < 0 && chars.forced_byte(f) >= 0) {
+      run.push_back(static_cast<char>(chars.forced_byte(f)));
+      f = chars.next(f, static_cast<uint8_t>(run.back()));
     }
-    if (!score_slot) {
-      // One constrained token. At a mixed entry a token that starts an option text means "an
-      // item comes": the slot is scored instead.
-      grammar::GrammarMatcher trial = m;
-      LAYA_ASSIGN_OR_RETURN(int32_t id, sample_constrained(sampler, trial, logits));
-      if (slot >= 0 && !vocab_->is_stop(id)) {
-        const std::string_view piece = vocab_->piece(id);
-        for (const std::string& o : chars.slots()[static_cast<size_t>(slot)].texts)
-          if (!piece.empty() && !o.empty() && o[0] == piece[0]) score_slot = true;
-      }
-      if (!score_slot) {
-        m = trial;
-        if (vocab_->is_stop(id)) break;  // the document is complete
-        if (!budget(1)) break;
-        LAYA_RETURN_IF_ERROR(commit({id}, vocab_->piece(id)));
-        if (first_token_ms < 0) first_token_ms = ms_since_t0();
-        continue;
-      }
+    LAYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, d_.tokenize_bytes(run));
+    const int32_t V = static_cast<int32_t>(d_.runner_->vocab());
+    for (int32_t id : ids)
+      if (id < 0 || id >= V || !ta_.allowed(m_.state(), id) || !m_.accept(id).is_ok())
+        return Status(StatusCode::kInternal,
+                      "the forced text '" + run + "' does not tokenize within the grammar");
+    if (!budget(ids.size())) {
+      *stop = true;
+      return Status::ok();
     }
-    // A slot: score every option by teacher forcing its tokens from here.
-    const grammar::Slot& sl = chars.slots()[static_cast<size_t>(slot)];
-    std::copy(logits, logits + V, slot_logits.begin());
-    const int64_t at = cache_->seq_length(seq_);
+    return commit(ids, run);
+  }
+
+  // One constrained token. At a mixed entry (slot >= 0) a token that starts an option text means
+  // "an item comes": the slot is scored instead.
+  Status token(int32_t slot, SchemaDecision* out, bool* stop) {
+    grammar::GrammarMatcher trial = m_;
+    LAYA_ASSIGN_OR_RETURN(int32_t id, sample_constrained(sampler_, trial, logits_));
+    const grammar::TokenVocab& vocab = d_.vocab();
+    if (slot >= 0 && !vocab.is_stop(id)) {
+      const std::string_view piece = vocab.piece(id);
+      for (const std::string& o : ta_.chars().slots()[static_cast<size_t>(slot)].texts)
+        if (!piece.empty() && !o.empty() && o[0] == piece[0]) return score_slot(slot, out, stop);
+    }
+    m_ = trial;
+    if (vocab.is_stop(id) || !budget(1)) {  // the document is complete, or the budget is spent
+      *stop = true;
+      return Status::ok();
+    }
+    const int32_t one[1] = {id};
+    return commit(one, vocab.piece(id));
+  }
+
+  // Log P of every option of the slot by teacher forcing its tokens from here: the sum of the
+  // grammar-masked log-softmax of each token. option_ids[o] receives the option's tokens.
+  Status option_log_probs(const grammar::Slot& sl, std::vector<std::vector<int32_t>>* option_ids,
+                          std::vector<double>* logp) {
+    const int32_t V = static_cast<int32_t>(d_.runner_->vocab());
+    slot_logits_.assign(logits_, logits_ + V);
+    const int64_t at = d_.cache_->seq_length(d_.seq_);
     const size_t k = sl.texts.size();
-    std::vector<double> logp(k, 0.0);
-    std::vector<std::vector<int32_t>> option_ids(k);
+    logp->assign(k, 0.0);
+    option_ids->assign(k, {});
     for (size_t o = 0; o < k; ++o) {
-      LAYA_RETURN_IF_ERROR(text_.tokenizer->encode(sl.texts[o], {}, &option_ids[o]));
-      const std::vector<int32_t>& ids = option_ids[o];
-      std::vector<grammar::GrammarMatcher> states;
-      grammar::GrammarMatcher walk = m;
-      for (int32_t id : ids) {
-        if (id < 0 || id >= V || !ta->allowed(walk.state(), id))
-          return Status(StatusCode::kInternal,
-                        "the option " + sl.texts[o] + " does not tokenize within the grammar");
-        states.push_back(walk);
-        LAYA_RETURN_IF_ERROR(walk.accept(id));
-      }
+      std::vector<int32_t>& ids = (*option_ids)[o];
+      LAYA_RETURN_IF_ERROR(d_.text_.tokenizer->encode(sl.texts[o], {}, &ids));
       if (ids.empty())
         return Status(StatusCode::kInternal, "the option " + sl.texts[o] + " has no tokens");
-      logp[o] = masked_log_prob(slot_logits.data(), states[0].mask(), V, ids[0]);
+      states_.clear();
+      grammar::GrammarMatcher walk = m_;
+      for (int32_t id : ids) {
+        if (id < 0 || id >= V || !ta_.allowed(walk.state(), id))
+          return Status(StatusCode::kInternal,
+                        "the option " + sl.texts[o] + " does not tokenize within the grammar");
+        states_.push_back(walk);
+        LAYA_RETURN_IF_ERROR(walk.accept(id));
+      }
+      double& lp = (*logp)[o];
+      lp = masked_log_prob(slot_logits_.data(), states_[0].mask(), V, ids[0]);
       if (ids.size() > 1) {
-        Status st = append(std::span(ids).first(ids.size() - 1), [&](size_t i, const float* row) {
-          logp[o] += masked_log_prob(row, states[i + 1].mask(), V, ids[i + 1]);
-        });
-        const Status rm = cache_->remove(seq_, at);
+        const Status st =
+            d_.append(std::span(ids).first(ids.size() - 1), [&](size_t i, const float* row) {
+              lp += masked_log_prob(row, states_[i + 1].mask(), V, ids[i + 1]);
+            });
+        const Status rm = d_.cache_->remove(d_.seq_, at);
         LAYA_RETURN_IF_ERROR(st);
         LAYA_RETURN_IF_ERROR(rm);
       }
     }
-    const float T = temps_.get(decision::QType::kChoice, static_cast<int>(k));
+    return Status::ok();
+  }
+
+  // A slot: every option scored, one taken (the argmax, or a draw when sampling), the field
+  // recorded at the slot's path.
+  Status score_slot(int32_t slot, SchemaDecision* out, bool* stop) {
+    const grammar::Slot& sl = ta_.chars().slots()[static_cast<size_t>(slot)];
+    std::vector<std::vector<int32_t>> option_ids;
+    std::vector<double> logp;
+    LAYA_RETURN_IF_ERROR(option_log_probs(sl, &option_ids, &logp));
+    const size_t k = sl.texts.size();
+    FieldResult field;
+    field.options = sl.texts;
+    const float T = d_.temps_.get(decision::QType::kChoice, static_cast<int>(k));
     double mx = -INFINITY;
     for (double v : logp) mx = std::max(mx, v / T);
-    std::vector<double> p(k);
+    field.p.resize(k);
     double sum = 0;
-    for (size_t o = 0; o < k; ++o) sum += p[o] = std::exp(logp[o] / T - mx);
-    for (double& v : p) v /= sum;
+    for (size_t o = 0; o < k; ++o) sum += field.p[o] = std::exp(logp[o] / T - mx);
+    for (double& v : field.p) v /= sum;
     size_t pick = 0;
-    if (sampler.greedy()) {
+    if (sampler_.greedy()) {
       for (size_t o = 1; o < k; ++o)
-        if (p[o] > p[pick]) pick = o;
+        if (field.p[o] > field.p[pick]) pick = o;
     } else {
-      const double u = sampler.uniform();
+      const double u = sampler_.uniform();
       double run = 0;
       pick = k - 1;
       for (size_t o = 0; o < k; ++o) {
-        run += p[o];
+        run += field.p[o];
         if (u < run) {
           pick = o;
           break;
@@ -678,37 +777,80 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
       }
     }
     double ent = 0;
-    for (double v : p)
+    for (double v : field.p)
       if (v > 0) ent -= v * std::log(v);
-    const double conf =
+    field.confidence =
         k < 2 ? 1.0 : std::clamp(1.0 - ent / std::log(static_cast<double>(k)), 0.0, 1.0);
-    Value probs = Value::object();
-    for (size_t o = 0; o < k; ++o) probs.members().push_back({sl.texts[o], num4(p[o])});
-    Value field = Value::object();
-    field.set("probabilities", std::move(probs));
-    field.set("confidence", num4(conf));
     const double gate = min_confidence_for(
-        req.min_confidence, decision::temp_bucket(decision::QType::kChoice, static_cast<int>(k)));
-    if (gate >= 0 && conf < gate) field.set("needs_review", Value::boolean(true));
-    const std::string path = value_path(text);
-    if (!budget(option_ids[pick].size())) break;
-    LAYA_RETURN_IF_ERROR(m.accept_bytes(sl.texts[pick].data(), sl.texts[pick].size()));
+        req_.min_confidence, decision::temp_bucket(decision::QType::kChoice, static_cast<int>(k)));
+    field.needs_review = gate >= 0 && field.confidence < gate;
+    field.chosen = static_cast<int32_t>(pick);
+    field.path = grammar::slot_path_name(sl.path, items_.any_items(sl.path));
+    if (!budget(option_ids[pick].size())) {
+      *stop = true;
+      return Status::ok();
+    }
+    LAYA_RETURN_IF_ERROR(m_.accept_bytes(sl.texts[pick].data(), sl.texts[pick].size()));
     LAYA_RETURN_IF_ERROR(commit(option_ids[pick], sl.texts[pick]));
-    if (first_token_ms < 0) first_token_ms = ms_since_t0();
-    fields.set(path, std::move(field));
+    auto same = std::find_if(out->fields.begin(), out->fields.end(),
+                             [&](const FieldResult& f) { return f.path == field.path; });
+    if (same != out->fields.end())
+      *same = std::move(field);
+    else
+      out->fields.push_back(std::move(field));
+    return Status::ok();
   }
-  const double total_ms = ms_since_t0();
+
+  DecoderDecider& d_;
+  const grammar::TokenAutomaton& ta_;
+  const DecoderRequest& req_;
+  const DecoderSchemaRequest& sr_;
+  Sampler& sampler_;
+  const DecoderDecideOptions& opts_;
+  Clock::time_point origin_;
+  double t0_;
+  grammar::GrammarMatcher m_;
+  const float* logits_ = nullptr;
+  std::string text_;
+  std::vector<int32_t> out_ids_;
+  ItemIndices items_;
+  std::vector<float> slot_logits_;
+  std::vector<grammar::GrammarMatcher> states_;
+  StatusCode overrun_ = StatusCode::kOk;
+  std::string overrun_why_;
+  double first_token_ms_ = -1;
+};
+
+Status DecoderDecider::decide_schema(const json::Value& state, const DecoderRequest& req,
+                                     const DecoderDecideOptions& opts, SchemaDecision* out) {
+  *out = SchemaDecision();
+  const Clock::time_point origin = Clock::now();
+  const double t0 = decide_clock_ms(opts, origin);
+  auto elapsed = [&] { return decide_clock_ms(opts, origin) - t0; };
+  const DecoderSchemaRequest& sr = req.schema_request;
+  LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> ta,
+                        automata_->get(sr.schema));
+  SamplerConfig sc = opts.sampler;
+  sc.stop_ids = text_.stop_ids;
+  LAYA_ASSIGN_OR_RETURN(Sampler sampler,
+                        Sampler::create(sc, static_cast<int32_t>(runner_->vocab())));
+  SchemaWalk walk(*this, *ta, req, sampler, opts, origin, t0);
+  LAYA_ASSIGN_OR_RETURN(DecoderPrompt prompt, schema_prompt(text_, state, sr.schema, req.system));
+  const PrefixCacheStats before = prefix_ ? prefix_->stats() : PrefixCacheStats{};
+  LAYA_ASSIGN_OR_RETURN(const int64_t hit,
+                        prefill_prompt(prompt.ids, std::span(prompt.ids).first(prompt.shared)));
+  const double prefill_ms = elapsed();
+  LAYA_RETURN_IF_ERROR(walk.run(out));
+  const double total_ms = elapsed();
   LAYA_RETURN_IF_ERROR(cache_->remove(seq_));
 
-  Value decision;
-  if (overrun) {
-    if (!sr.fallback)
-      return Status(overrun_code,
-                    overrun_why + ", and the request has no fallback (nor the schema a default)");
-    decision = *sr.fallback;
-    fields = Value::object();
+  if (walk.overrun()) {
+    if (!sr.fallback) return walk.overrun_status();
+    out->decision = *sr.fallback;
+    out->fields.clear();
+    out->fallback = true;
   } else {
-    Result<Value> parsed = json::parse(text, {}, "decision");
+    Result<Value> parsed = json::parse(walk.text(), {}, "decision");
     if (!parsed.is_ok())
       return Status(StatusCode::kInternal, std::string("the generated decision is not JSON: ") +
                                                parsed.status().message());
@@ -716,32 +858,23 @@ Result<json::Value> DecoderDecider::decide_schema(const json::Value& state,
     if (!valid.is_ok())
       return Status(StatusCode::kInternal,
                     std::string("the generated decision fails the schema: ") + valid.message());
-    decision = std::move(parsed).value();
+    out->decision = std::move(parsed).value();
   }
-  Value usage = Value::object();
-  usage.set("input_tokens", Value::integer(static_cast<int64_t>(prompt.ids.size())));
-  usage.set("prefix_hit_tokens", Value::integer(hit));
-  usage.set("output_tokens", Value::integer(static_cast<int64_t>(out_ids.size())));
-  Value timings = Value::object();
-  timings.set("load_ms", num1(opts.load_ms));
-  timings.set("ttft_ms", num1(first_token_ms < 0 ? prefill_ms : first_token_ms));
-  timings.set("prefill_ms", num1(prefill_ms));
+  out->usage.input_tokens = static_cast<int64_t>(prompt.ids.size());
+  out->usage.prefix_hit_tokens = hit;
+  out->usage.output_tokens = static_cast<int64_t>(walk.tokens());
+  DecoderTimings& t = out->timings;
+  t.load_ms = opts.load_ms;
+  t.ttft_ms = walk.first_token_ms() < 0 ? prefill_ms : walk.first_token_ms();
+  t.prefill_ms = prefill_ms;
   const double decode_ms = total_ms - prefill_ms;
-  timings.set("decode_tokens_per_s",
-              num1(decode_ms > 0 ? static_cast<double>(out_ids.size()) * 1000.0 / decode_ms : 0.0));
-  Value pc = Value::object();
+  t.decode_tokens_per_s =
+      decode_ms > 0 ? static_cast<double>(walk.tokens()) * 1000.0 / decode_ms : 0.0;
   const PrefixCacheStats after = prefix_ ? prefix_->stats() : PrefixCacheStats{};
-  pc.set("hits", Value::integer(after.hits - before.hits));
-  pc.set("misses", Value::integer(after.misses - before.misses));
-  pc.set("hit_tokens", Value::integer(after.hit_tokens - before.hit_tokens));
-  timings.set("prefix_cache", std::move(pc));
-  Value out = Value::object();
-  out.set("decision", std::move(decision));
-  out.set("fields", std::move(fields));
-  out.set("fallback", Value::boolean(overrun));
-  out.set("usage", std::move(usage));
-  out.set("timings", std::move(timings));
-  return out;
+  t.prefix_hits = after.hits - before.hits;
+  t.prefix_misses = after.misses - before.misses;
+  t.prefix_hit_tokens = after.hit_tokens - before.hit_tokens;
+  return Status::ok();
 }
 
 }  // namespace laya::runtime

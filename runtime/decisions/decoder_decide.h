@@ -31,13 +31,14 @@
 //               - otherwise (strings, numbers, integers, nulls, nullable values, array lengths):
 //                 one token by sample_constrained (runtime/decisions/constrained_sampling.h).
 //             Every declared property is generated (the canonical text includes optional ones).
-//             `fields` has, for each slot (dotted path, "[i]" for array items, "$" for a root
-//             value), {"probabilities": {option_json_text: p}, "confidence": 1 - H / ln k} and
-//             "needs_review": true below min_confidence. Past max_tokens decision tokens or
+//             `fields` has, for each slot (its path from the automaton, grammar::Slot::path, with
+//             the item indices of the arrays it sits in: "rooms[1].mode", "tags[2]", "$" for a
+//             root value), {"probabilities": {option_json_text: p}, "confidence": 1 - H / ln k}
+//             and "needs_review": true below min_confidence. Past max_tokens decision tokens or
 //             deadline_ms (from the start of that state's decision) the result is the fallback:
 //             the request's `fallback`, else the schema's top-level `default` (both validated
 //             when the request is read), with "fallback": true; with neither the decision fails
-//             (kDeadlineExceeded past deadline_ms, kResourceExhausted past max_tokens). Both are
+//             (kDeadlineExceeded past deadline_ms, kLimitExceeded past max_tokens). Both are
 //             checked before each append (forced text, one token, a chosen option); the deadline
 //             against DecoderDecideOptions::clock_ms. A decision text is parsed and checked
 //             with grammar::schema_validate before it is returned (kInternal otherwise).
@@ -57,17 +58,17 @@
 // part's ids followed by the rest's, each tokenized apart (special tokens parsed, BOS per the
 // GGUF for the first part only).
 //
-// Ownership: the decider borrows the runner, the cache, the prefix cache and the tokenizer (all
-// must outlive it) and owns a copy of the template, the temperatures, the vocabulary pieces and
-// the compiled automata. It uses sequence `seq` of the cache (empty between requests) and the
-// prefix cache's slots. Thread safety: none (it drives the runner).
-// Memory: requests allocate (prompts, JSON, per-option scratch); the runner's steps do not.
+// Ownership: the decider borrows the runner, the cache, the prefix cache, the tokenizer and the
+// automaton cache (all must outlive it) and owns a copy of the template and the temperatures. It
+// uses sequence `seq` of the cache (empty between requests) and the prefix cache's slots. Thread
+// safety: none (it drives the runner); the automaton cache is shared and locked.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,6 +81,7 @@
 #include "runtime/text/json.h"
 #include "runtime/kv_cache.h"
 #include "runtime/decisions/answers.h"
+#include "runtime/decisions/decision.h"
 #include "runtime/decisions/request.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
@@ -175,17 +177,72 @@ struct QuestionScores {
   int64_t prefill_tokens = 0;
 };
 
+// The grammar vocabulary of a decoder: every id's bytes (Tokenizer::token_to_piece) for the
+// `vocab` ids of its logits, and its stop ids (those in range).
+Result<std::shared_ptr<const grammar::TokenVocab>> decoder_token_vocab(
+    const tok::Tokenizer& tok, int32_t vocab, std::span<const int32_t> stop_ids);
+
+// Compiled schema automata over one vocabulary, each compiled once per distinct schema text and
+// kept while the cache lives. Thread-safe (a lock around the lookup; compiling runs under it).
+// Compiling allocates on the heap, whatever arena the caller runs in (ir/arena.h).
+class AutomatonCache {
+ public:
+  explicit AutomatonCache(std::shared_ptr<const grammar::TokenVocab> vocab)
+      : vocab_(std::move(vocab)) {}
+  Result<std::shared_ptr<const grammar::TokenAutomaton>> get(const json::Value& schema) const;
+  const std::shared_ptr<const grammar::TokenVocab>& vocab() const { return vocab_; }
+
+ private:
+  std::shared_ptr<const grammar::TokenVocab> vocab_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const grammar::TokenAutomaton>, std::less<>>
+      automata_;
+};
+
+// One enum / boolean field of a schema decision, as scored.
+struct FieldResult {
+  std::string path;                  // "action", "rooms[1].mode", "tags[2]", "$"
+  std::vector<std::string> options;  // the option texts (JSON), in schema order
+  std::vector<double> p;             // their probabilities (softmax(log P / T))
+  int32_t chosen = 0;                // the option taken
+  double confidence = 1.0;           // 1 - H / ln k
+  bool needs_review = false;         // below min_confidence
+};
+
+struct DecoderTimings {
+  double load_ms = 0, ttft_ms = 0, prefill_ms = 0, decode_tokens_per_s = 0;
+  int64_t prefix_hits = 0, prefix_misses = 0, prefix_hit_tokens = 0;
+};
+
+// One state's schema decision (the typed view of its result object).
+struct SchemaDecision {
+  json::Value decision;  // the generated value, or the fallback
+  std::vector<FieldResult> fields;
+  bool fallback = false;
+  decision::Usage usage;  // input_tokens, prefix_hit_tokens, output_tokens
+  DecoderTimings timings;
+};
+
+// What decide() computes: the typed results and the JSON written from them.
+struct DecoderOutput {
+  bool schema = false;
+  decision::DecisionOutput questions;     // questions requests: answers per state (its json unused)
+  std::vector<SchemaDecision> decisions;  // schema requests: one per state
+  json::Value json;                       // the result object, or a list for `states`
+};
+
 class DecoderDecider {
  public:
-  // kInvalidArgument when the tokenizer is null, `seq` is outside the cache, the prefix cache is
-  // over another cache or holds `seq` as a slot.
+  // kInvalidArgument when the tokenizer or the automaton cache is null, `seq` is outside the
+  // cache, the prefix cache is over another cache or holds `seq` as a slot.
   static Result<std::unique_ptr<DecoderDecider>> create(DecoderRunner& runner, KvCache& cache,
                                                         PrefixCache* prefix_cache, DecoderText text,
                                                         decision::Temperatures temps,
+                                                        const AutomatonCache* automata,
                                                         int32_t seq = 0);
 
-  // The result for a request: an object, or a list for `states`.
-  Result<json::Value> decide(const DecoderRequest& req, const DecoderDecideOptions& opts);
+  // Answers a request into `out` (cleared first). On failure the working sequence is empty again.
+  Status decide(const DecoderRequest& req, const DecoderDecideOptions& opts, DecoderOutput* out);
 
   // questions: the raw label logits (T = 1) of one state, by the path decide() takes (prefix
   // reuse included): what decide's answers divide by the temperature, and what laya-run calibrate
@@ -193,20 +250,20 @@ class DecoderDecider {
   Result<QuestionScores> score_questions(const json::Value& state,
                                          const std::vector<decision::Question>& questions,
                                          const std::optional<std::string>& system);
-  // schema: one state's result object.
-  Result<json::Value> decide_schema(const json::Value& state, const DecoderRequest& req,
-                                    const DecoderDecideOptions& opts);
+  // schema: one state's decision.
+  Status decide_schema(const json::Value& state, const DecoderRequest& req,
+                       const DecoderDecideOptions& opts, SchemaDecision* out);
 
-  // The automaton of a schema, compiled once per distinct schema text.
-  Result<std::shared_ptr<const grammar::TokenAutomaton>> automaton(const json::Value& schema);
-  const std::shared_ptr<const grammar::TokenVocab>& vocab() const { return vocab_; }
+  const grammar::TokenVocab& vocab() const { return *automata_->vocab(); }
 
   DecoderDecider(const DecoderDecider&) = delete;
   DecoderDecider& operator=(const DecoderDecider&) = delete;
 
  private:
+  class SchemaWalk;
   DecoderDecider() = default;
-  Result<json::Value> answer_state(const json::Value& state, const DecoderRequest& req);
+  Status answer_state(const json::Value& state, const DecoderRequest& req,
+                      decision::StateResult* out);
   // Restores the prompt's cached prefix into seq_, prefills the rest, stores it; returns hit
   // tokens.
   Result<int64_t> prefill_prompt(std::span<const int32_t> ids, std::span<const int32_t> store);
@@ -220,11 +277,15 @@ class DecoderDecider {
   DecoderRunner* runner_ = nullptr;
   KvCache* cache_ = nullptr;
   PrefixCache* prefix_ = nullptr;
+  const AutomatonCache* automata_ = nullptr;
   DecoderText text_;
   decision::Temperatures temps_;
   int32_t seq_ = 0;
-  std::shared_ptr<const grammar::TokenVocab> vocab_;
-  std::map<std::string, std::shared_ptr<const grammar::TokenAutomaton>> automata_;
 };
+
+// The JSON of results (exactly what laya-run decide prints).
+json::Value schema_decision_json(const SchemaDecision& d);
+json::Value decoder_answers_json(const std::vector<decision::Question>& questions,
+                                 const decision::StateResult& r);
 
 }  // namespace laya::runtime

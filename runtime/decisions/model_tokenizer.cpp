@@ -17,7 +17,7 @@ class HfEncoder final : public TextEncoder {
   Status encode(std::string_view text, std::vector<int32_t>* ids) const override {
     return t_->encode(text, tok::EncodeOptions{}, ids);
   }
-  const tok::Tokenizer& tokenizer() const { return *t_; }
+  const tok::Tokenizer* tokenizer() const override { return t_.get(); }
 
  private:
   std::unique_ptr<tok::Tokenizer> t_;

@@ -10,9 +10,17 @@
 
 #include "ir/graph.h"
 #include "ir/status.h"
-#include "runtime/decisions/agent.h"
+#include <memory>
+
+#include "runtime/decisions/sequence.h"
 
 namespace laya::decision {
+
+// A tokenizer for the sequence builder with the special tokens it names.
+struct ModelTokenizer {
+  std::unique_ptr<TextEncoder> encoder;
+  SpecialTokens specials;
+};
 
 // kInvalidArgument when the model has no embedded tokenizer, the tokenizer does not parse, or the
 // [CLS] / [SEP] / [MASK] tokens cannot be named.

@@ -12,7 +12,8 @@
 //   min_confidence   a number in [0, 1], or {bucket: number} with buckets "choice:2", "score:3-5",
 //                    "noul:2", ..., "default"
 //   max_len, head_max_len   per-call token budgets (positive integers, at most 8192)
-//   batch_size       states per forward pass (batch form only)
+//   batch_size       validated (the batch form only) and without effect: rows are packed into
+//                    passes by the model's bounds, and answers do not depend on the grouping
 //   shortlist        true (k = 20) or a positive integer k: choice questions with more labels are
 //                    narrowed to the k nearest by embedding first (upstream predict_shortlist)
 //   model, task, lang, lang_guess   routing fields: validated as upstream's server does, and used

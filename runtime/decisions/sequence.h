@@ -26,6 +26,7 @@
 #include "ir/status.h"
 #include "runtime/text/json.h"
 #include "runtime/decisions/request.h"
+#include "runtime/text/tokenizer/tokenizer.h"
 
 namespace laya::decision {
 
@@ -35,6 +36,8 @@ class TextEncoder {
   virtual ~TextEncoder() = default;
   // Appends the ids of `text` (no [CLS] / [SEP] added) to `ids`.
   virtual Status encode(std::string_view text, std::vector<int32_t>* ids) const = 0;
+  // The tokenizer behind it, when it is one (null for a test's stand-in).
+  virtual const tok::Tokenizer* tokenizer() const { return nullptr; }
 };
 
 // The tokenizer's special tokens, as the SDK reads them from the tokenizer (never from the

@@ -148,8 +148,9 @@ void decide(const DecisionRequest& req) {
   StandInNetwork net;
   const SpecialTokens sp = tiny_specials();
   (void)explain_decision(req, tiny_encoder(), sp, settings, &net);
-  Result<json::Value> out = run_decision(req, tiny_encoder(), sp, settings, net);
-  if (out.is_ok()) (void)json::dump(*out);
+  DecisionOutput decided;
+  const Status out = run_decision(req, tiny_encoder(), sp, settings, net, &decided);
+  if (out.is_ok()) (void)json::dump(decided.json);
 }
 
 }  // namespace

@@ -16,6 +16,17 @@
 
 namespace laya::test {
 
+// run_decision's JSON (the SDK's result object).
+inline Result<json::Value> decision_json(const decision::DecisionRequest& req,
+                                         const decision::TextEncoder& tok,
+                                         const decision::SpecialTokens& sp,
+                                         const decision::DecisionSettings& settings,
+                                         decision::Network& net) {
+  decision::DecisionOutput out;
+  LAYA_RETURN_IF_ERROR(decision::run_decision(req, tok, sp, settings, net, &out));
+  return std::move(out.json);
+}
+
 class TableEncoder : public decision::TextEncoder {
  public:
   explicit TableEncoder(const json::Value* encodings) {

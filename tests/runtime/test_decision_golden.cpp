@@ -85,7 +85,7 @@ TEST_CASE("golden typed-decisions: rows, markers, usage and results exact with o
     Result<DecisionRequest> req = parse_request(body);
     REQUIRE(req.is_ok());
     GoldenNetwork net(c);
-    Result<Value> r = run_decision(*req, *tok->encoder, tok->specials, settings, net);
+    Result<Value> r = test::decision_json(*req, *tok->encoder, tok->specials, settings, net);
     REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
     ++cases;
     rows_exact += net.rows_exact;
@@ -112,8 +112,8 @@ TEST_CASE("SDK cases with our tokenizer instead of HF's recorded encodings") {
     Result<DecisionRequest> req = parse_request(*c.find("request"));
     REQUIRE(req.is_ok());
     test::ReplayNetwork net(c);
-    Result<Value> r = run_decision(*req, *tok->encoder, tok->specials,
-                                   test::settings_from(*c.find("settings")), net);
+    Result<Value> r = test::decision_json(*req, *tok->encoder, tok->specials,
+                                          test::settings_from(*c.find("settings")), net);
     REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
     CHECK(net.rows_exact() == net.rows_recorded());
     ++n;

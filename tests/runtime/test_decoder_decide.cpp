@@ -44,8 +44,17 @@ struct Fixture {
   std::unique_ptr<tok::Tokenizer> tokenizer;
   std::unique_ptr<test::Cached> dec;
   std::unique_ptr<runtime::PrefixCache> prefix;
+  std::unique_ptr<runtime::AutomatonCache> automata;
   std::unique_ptr<runtime::DecoderDecider> decider;
   runtime::DecoderText text;  // a copy of the decider's
+
+  // The decision's JSON (what laya-run decide prints).
+  Result<Value> decide(const runtime::DecoderRequest& req,
+                       const runtime::DecoderDecideOptions& opts = {}) {
+    runtime::DecoderOutput out;
+    LAYA_RETURN_IF_ERROR(decider->decide(req, opts, &out));
+    return std::move(out.json);
+  }
 
   // block 0: no prefix cache.
   Fixture(const std::string& path, const std::string& kernels, int64_t cells, int64_t block) {
@@ -75,8 +84,12 @@ struct Fixture {
     text.add_bos = !chat->renders_bos();
     text.stop_ids = {tokenizer->token_to_id("<|im_end|>")};
     REQUIRE(text.stop_ids[0] >= 0);
+    auto vocab = runtime::decoder_token_vocab(
+        *tokenizer, static_cast<int32_t>(dec->runner->vocab()), text.stop_ids);
+    REQUIRE_MESSAGE(vocab.is_ok(), vocab.status().to_string());
+    automata = std::make_unique<runtime::AutomatonCache>(*vocab);
     auto d = runtime::DecoderDecider::create(*dec->runner, *dec->cache, prefix.get(), text,
-                                             decision::Temperatures{});
+                                             decision::Temperatures{}, automata.get());
     REQUIRE_MESSAGE(d.is_ok(), d.status().to_string());
     decider = std::move(d).value();
   }
@@ -158,7 +171,7 @@ void check_questions(Fixture& fx, const std::string& body, double logit_tol, dou
   if (req.states.size() > 1) CHECK(hits > 0);  // the system block came from the prefix cache
 
   // The result: the encoder path's shape without `action`, probabilities from these logits.
-  auto out = fx.decider->decide(req, {});
+  auto out = fx.decide(req, {});
   REQUIRE_MESSAGE(out.is_ok(), out.status().to_string());
   const Value& first = req.batch ? out->items()[0] : *out;
   const Value* answers = first.find("answers");
@@ -222,7 +235,7 @@ TEST_CASE("decoder questions: the result shape, the gate, refusals") {
   Fixture fx(tiny_gguf(), "auto", 1024, 4);
   const std::string body = R"({"state": {"x": 1}, "min_confidence": 0.999, "questions": {
       "q": {"type": "choice", "instructions": "Pick", "criteria": ["a", "b"]}}})";
-  auto out = fx.decider->decide(parse(body), {});
+  auto out = fx.decide(parse(body), {});
   REQUIRE(out.is_ok());
   const Value* a = out->find("answers")->find("q");
   CHECK(a->find("abstention")->as_string() == "abstained");
@@ -261,7 +274,7 @@ TEST_CASE("decoder schema decisions validate: the examples, greedy and sampled")
     for (int sampled = 0; sampled < 2; ++sampled) {
       runtime::DecoderDecideOptions o;
       if (sampled) o.sampler = {.temperature = 1.0f, .top_k = 0, .top_p = 0.95f, .seed = 7};
-      auto r = fx.decider->decide(req, o);
+      auto r = fx.decide(req, o);
       REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
       check_schema_result(*r, *body->find("schema"));
       CHECK(r->find("fallback")->as_bool() == false);
@@ -283,7 +296,7 @@ TEST_CASE("decoder schema decisions validate: the examples, greedy and sampled")
         "tags": {"type": "array", "items": {"enum": ["red", "green"]}, "maxItems": 3},
         "rooms": {"type": "array", "items": {"type": "object", "properties": {
           "on": {"type": "boolean"}}}, "minItems": 2, "maxItems": 2}}}})");
-  auto r = fx.decider->decide(arr, {});
+  auto r = fx.decide(arr, {});
   REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
   check_schema_result(*r, arr.schema_request.schema);
   const Value* fields = r->find("fields");
@@ -303,7 +316,7 @@ TEST_CASE("decoder schema decisions validate on random schemas") {
     const Value schema_json = rnd.schema(0);
     auto schema = grammar::schema_parse(schema_json);
     if (!schema.is_ok()) continue;
-    if (!fx.decider->automaton(schema_json).is_ok()) continue;  // e.g. too large
+    if (!fx.automata->get(schema_json).is_ok()) continue;  // e.g. too large
     std::optional<Value> inst = rnd.instance(*schema, schema->root, 3);
     Value body = Value::object();
     body.set("state", Value::string("seed " + std::to_string(seed)));
@@ -313,9 +326,9 @@ TEST_CASE("decoder schema decisions validate on random schemas") {
     const runtime::DecoderRequest req = parse(json::dump(body));
     runtime::DecoderDecideOptions o;
     if (seed % 2) o.sampler = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .seed = seed};
-    auto r = fx.decider->decide(req, o);
+    auto r = fx.decide(req, o);
     if (!inst && !r.is_ok()) {
-      CHECK(r.status().code() == StatusCode::kResourceExhausted);
+      CHECK(r.status().code() == StatusCode::kLimitExceeded);
       continue;
     }
     REQUIRE_MESSAGE(r.is_ok(), r.status().to_string() << " schema " << json::dump(schema_json));
@@ -331,7 +344,7 @@ TEST_CASE("decoder schema: fallback, default, refusals, needs_review") {
   auto body = json::parse(read_text(examples_dir() + "industrial-alarm.json"));
   REQUIRE(body.is_ok());
   // max_tokens 1: the forced `{"` already needs more: the request's fallback, flagged.
-  auto r = fx.decider->decide(parse(json::dump(with(*body, "max_tokens", Value::integer(1)))), {});
+  auto r = fx.decide(parse(json::dump(with(*body, "max_tokens", Value::integer(1)))), {});
   REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
   CHECK(r->find("fallback")->as_bool());
   CHECK(*r->find("decision") == *body->find("fallback"));
@@ -342,14 +355,14 @@ TEST_CASE("decoder schema: fallback, default, refusals, needs_review") {
                                        [](const json::Member& m) { return m.key == "fallback"; }),
                         no_fb.members().end());
   no_fb.set("max_tokens", Value::integer(1));
-  auto none = fx.decider->decide(parse(json::dump(no_fb)), {});
+  auto none = fx.decide(parse(json::dump(no_fb)), {});
   REQUIRE(!none.is_ok());
-  CHECK(none.status().code() == StatusCode::kResourceExhausted);
+  CHECK(none.status().code() == StatusCode::kLimitExceeded);
   CHECK(std::string(none.status().message()).find("max_tokens 1") != std::string::npos);
   CHECK(fx.dec->cache->seq_length(0) == 0);
   Value schema = *body->find("schema");
   schema.set("default", *body->find("fallback"));
-  auto def = fx.decider->decide(parse(json::dump(with(no_fb, "schema", schema))), {});
+  auto def = fx.decide(parse(json::dump(with(no_fb, "schema", schema))), {});
   REQUIRE(def.is_ok());
   CHECK(*def->find("decision") == *body->find("fallback"));
   // An invalid fallback (or default) is a request error.
@@ -364,12 +377,11 @@ TEST_CASE("decoder schema: fallback, default, refusals, needs_review") {
   // needs_review under a gate no field reaches, none without a gate.
   Value gated =
       with(with(*body, "max_tokens", Value::integer(1000)), "min_confidence", Value::number(0.999));
-  auto g = fx.decider->decide(parse(json::dump(gated)), {});
+  auto g = fx.decide(parse(json::dump(gated)), {});
   REQUIRE(g.is_ok());
   REQUIRE(!g->find("fields")->members().empty());
   for (const auto& f : g->find("fields")->members()) CHECK(f.value.find("needs_review") != nullptr);
-  auto ungated =
-      fx.decider->decide(parse(json::dump(with(*body, "max_tokens", Value::integer(1000)))), {});
+  auto ungated = fx.decide(parse(json::dump(with(*body, "max_tokens", Value::integer(1000)))), {});
   REQUIRE(ungated.is_ok());
   for (const auto& f : ungated->find("fields")->members())
     CHECK(f.value.find("needs_review") == nullptr);
@@ -387,7 +399,7 @@ TEST_CASE("decoder decisions on SmolLM2 (LAYA_SMOLLM2_GGUF)") {
   check_questions(fx, read_text(examples_dir() + "decoder-questions.json"), 1e-5, 1e-5, true);
   auto body = json::parse(read_text(examples_dir() + "industrial-alarm.json"));
   REQUIRE(body.is_ok());
-  auto r = fx.decider->decide(parse(json::dump(*body)), {});
+  auto r = fx.decide(parse(json::dump(*body)), {});
   REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
   check_schema_result(*r, *body->find("schema"));
   CHECK(r->find("fallback")->as_bool() == false);
@@ -429,7 +441,7 @@ TEST_CASE("decoder schema: deadline_ms overruns on an injected clock") {
 
   // A clock that stands still: the deadline never passes and the model's decision comes back.
   StepClock frozen;
-  auto in_time = fx.decider->decide(parse(json::dump(body)), frozen.options());
+  auto in_time = fx.decide(parse(json::dump(body)), frozen.options());
   REQUIRE_MESSAGE(in_time.is_ok(), in_time.status().to_string());
   check_schema_result(*in_time, *example->find("schema"));
   CHECK(in_time->find("fallback")->as_bool() == false);
@@ -439,7 +451,7 @@ TEST_CASE("decoder schema: deadline_ms overruns on an injected clock") {
   // flagged, without fields.
   StepClock ms{0, 1};
   const Value mid_body = with(body, "deadline_ms", Value::integer(4));
-  auto mid = fx.decider->decide(parse(json::dump(mid_body)), ms.options());
+  auto mid = fx.decide(parse(json::dump(mid_body)), ms.options());
   REQUIRE_MESSAGE(mid.is_ok(), mid.status().to_string());
   CHECK(mid->find("fallback")->as_bool());
   CHECK(*mid->find("decision") == fallback);
@@ -451,7 +463,7 @@ TEST_CASE("decoder schema: deadline_ms overruns on an injected clock") {
 
   // 1 s a read: past the deadline before the first token.
   StepClock fast{0, 1000};
-  auto late = fx.decider->decide(parse(json::dump(body)), fast.options());
+  auto late = fx.decide(parse(json::dump(body)), fast.options());
   REQUIRE_MESSAGE(late.is_ok(), late.status().to_string());
   CHECK(late->find("fallback")->as_bool());
   CHECK(*late->find("decision") == fallback);
@@ -462,15 +474,15 @@ TEST_CASE("decoder schema: deadline_ms overruns on an injected clock") {
   schema.set("default", fallback);
   const Value no_fb = without(body, "fallback");
   StepClock fast2{0, 1000};
-  auto def = fx.decider->decide(parse(json::dump(with(no_fb, "schema", schema))), fast2.options());
+  auto def = fx.decide(parse(json::dump(with(no_fb, "schema", schema))), fast2.options());
   REQUIRE_MESSAGE(def.is_ok(), def.status().to_string());
   CHECK(def->find("fallback")->as_bool());
   CHECK(*def->find("decision") == fallback);
 
   // Neither: kDeadlineExceeded naming the deadline (a token budget overrun stays
-  // kResourceExhausted, checked above).
+  // kLimitExceeded, checked above).
   StepClock fast3{0, 1000};
-  auto none = fx.decider->decide(parse(json::dump(no_fb)), fast3.options());
+  auto none = fx.decide(parse(json::dump(no_fb)), fast3.options());
   REQUIRE(!none.is_ok());
   CHECK(none.status().code() == StatusCode::kDeadlineExceeded);
   CHECK(std::string(none.status().message()).find("deadline_ms 50") != std::string::npos);
@@ -502,7 +514,7 @@ TEST_CASE("decoder schema: a multi-token option's log P is the sum over its toke
       "required": ["fan"]}})";
   const runtime::DecoderRequest req = parse(body);
   const Value& schema = req.schema_request.schema;
-  auto ta = fx.decider->automaton(schema);
+  auto ta = fx.automata->get(schema);
   REQUIRE(ta.is_ok());
   const grammar::CharAutomaton& chars = (*ta)->chars();
   auto prompt = runtime::schema_prompt(fx.text, req.states[0], schema, req.system);
@@ -563,7 +575,7 @@ TEST_CASE("decoder schema: a multi-token option's log P is the sum over its toke
 
   // The decider's probabilities (T = 1, rounded to 4 digits) are the sums', not the first
   // tokens'; its pick is the most likely option.
-  auto r = fx.decider->decide(req, {});
+  auto r = fx.decide(req, {});
   REQUIRE_MESSAGE(r.is_ok(), r.status().to_string());
   const Value* probs = r->find("fields")->find("fan")->find("probabilities");
   REQUIRE(probs != nullptr);

@@ -158,7 +158,7 @@ PY
   else
     echo "FAIL: generate --kv-type f16: GGUF '$a' / .laya '$b'"; fails=$((fails + 1))
   fi
-  expect_bin=$run expect_name=laya-run expect 1 "h.laya stores a f16 KV cache \(fixed by laya-convert --kv-type\); --kv-type f32 needs a file converted with it" -- generate --model "$tmp/h.laya" --kv-type f32 --ids 1,2
+  expect_bin=$run expect_name=laya-run expect 1 "h.laya: the model stores a f16 KV cache \(fixed by laya-convert --kv-type\); kv_type f32 needs a file converted with it" -- generate --model "$tmp/h.laya" --kv-type f32 --ids 1,2
   expect_bin=$run expect_name=laya-run expect 2 "--kv-type q8_0 is not one of: f32, f16" -- generate --model "$tmp/h.laya" --kv-type q8_0 --ids 1,2
 fi
 # The real SmolLM2 Q4_1 (LAYA_SMOLLM2_GGUF): Q4_1 and Q8_0 weights kept, the same greedy reply.

@@ -198,19 +198,19 @@ fi
 expect 0 "usage: laya-run generate" -- generate --help
 expect 0 "usage: laya-run score" -- score --help
 expect 2 "generate needs --model" -- generate --ids 1,2
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec"
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --ids 1 --prompt x
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --chat x --prompt x
-expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --chat x --ids 1
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --messages F, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec"
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --messages F, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --ids 1 --prompt x
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --messages F, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --chat x --prompt x
+expect 2 "generate needs one of --prompt TEXT, --chat TEXT, --messages F, --ids ID,ID,... or --prompts-file F" -- generate --model "$dec" --chat x --ids 1
 expect 2 "--ids item must be an integer in \[0, 2147483647\], got 'x'" -- generate --model "$dec" --ids 1,x
 expect 2 "--ids item must be an integer in \[0, 2147483647\], got ''" -- generate --model "$dec" --ids 1,,2
 expect 2 "--max-tokens must be an integer in \[1, 1000000\], got '0'" -- generate --model "$dec" --ids 1 --max-tokens 0
 expect 2 "--chunk must be an integer in \[1, 4096\], got '0'" -- generate --model "$dec" --ids 1 --chunk 0
 expect 2 "--model is given twice" -- generate --model "$dec" --model "$dec" --ids 1
 expect 2 "unexpected argument" -- generate "$dec" --ids 1
-expect 1 "is not a decoder over a KV cache" -- generate --model "$enc" --ids 1,2
-expect 1 "has no GGUF tokenizer for --prompt; give --ids" -- generate --model "$dec" --prompt "hello"
-expect 1 "has no GGUF tokenizer for --chat; give --ids" -- generate --model "$dec" --chat "hello"
+expect 1 "nor a decoder over a KV cache" -- generate --model "$enc" --ids 1,2
+expect 1 "carries no vocabulary this build reads.*generates from token ids only" -- generate --model "$dec" --prompt "hello"
+expect 1 "carries no vocabulary this build reads.*generates from token ids only" -- generate --model "$dec" --chat "hello"
 # Sampling options: ranges checked by the parser (exit 2, the option, its range and the text).
 expect 2 "--temperature must be a number in \[0, 100\], got '-0.5'" -- generate --model "$dec" --ids 1 --temperature=-0.5
 expect 2 "--temperature must be a number in \[0, 100\], got '101'" -- generate --model "$dec" --ids 1 --temperature 101
@@ -224,9 +224,9 @@ expect 2 "--top-k must be an integer in \[0, 1000000\], got '-1'" -- generate --
 expect 2 "--top-k must be an integer in \[0, 1000000\], got '2.5'" -- generate --model "$dec" --ids 1 --top-k 2.5
 expect 2 "--seed must be an integer >= 0, got '-3'" -- generate --model "$dec" --ids 1 --seed=-3
 expect 2 "--seed is given twice" -- generate --model "$dec" --ids 1 --seed 1 --seed 2
-expect 1 "kIndexOutOfRange.*9000" -- generate --model "$dec" --ids 1,9000
-expect 1 "kIoError" -- generate --model "$tmp/missing.gguf" --ids 1
-expect 1 "kOutOfRange: 5000 tokens \(prompt and new ones\) exceed .*KV cache of 4096 cells" -- generate --model "$dec" --ids 1 --max-tokens 5000
+expect 1 "id 9000 at position 1 is outside" -- generate --model "$dec" --ids 1,9000
+expect 1 "i/o error: cannot open" -- generate --model "$tmp/missing.gguf" --ids 1
+expect 1 "1 prompt tokens and 5000 new ones exceed this context.s 4096 KV cells" -- generate --model "$dec" --ids 1 --max-tokens 5000
 expect 0 "generated ids \(3, greedy\): [0-9]+, [0-9]+, [0-9]+$" -- generate --model "$dec" --ids 5,6,7 --max-tokens 3
 expect 0 '^\{"prompt_ids": \[5, 6, 7\], "ids": \[[0-9]+, [0-9]+\], "text": "", "finish_reason": "length", "timings": \{"load_ms": [0-9.e-]+, "prefill_ms": [0-9.e-]+, "first_token_ms": [0-9.e-]+, "total_ms": [0-9.e-]+, "prompt_tokens": 3, "tokens": 2, "prefill_chunks": 1, "decode_tokens_per_s": [0-9.e-]+\}\}$' -- generate --model "$dec" --ids 5,6,7 --max-tokens 2 --json
 expect 0 '"prefill_chunks": 3' -- generate --model "$dec" --ids 5,6,7,8,9 --chunk 2 --max-tokens 2 --json
@@ -294,11 +294,11 @@ expect 2 "--prompts-file needs --json" -- generate --model "$dec" --prompts-file
 expect 2 "--prompts-file needs --json and takes no --warm-prompt" -- generate --model "$dec" --prompts-file "$tmp/prompts.json" --json --warm-ids 1
 expect 2 "generate needs one of" -- generate --model "$dec" --prompts-file "$tmp/prompts.json" --ids 1 --json
 expect 1 "every prompt must be a non-empty string" -- generate --model "$dec" --prompts-file "$tmp/bad_prompts.json" --json
-expect 1 "has no GGUF tokenizer for a --prompts-file prompt" -- generate --model "$dec" --prompts-file "$tmp/prompts.json" --json
-expect 1 "has no GGUF tokenizer for --stop-after-json" -- generate --model "$dec" --ids 1 --stop-after-json
+expect 1 "carries no vocabulary this build reads" -- generate --model "$dec" --prompts-file "$tmp/prompts.json" --json
+expect 1 "carries no vocabulary this build reads" -- generate --model "$dec" --ids 1 --stop-after-json
 expect 2 "give one of --warm-prompt TEXT or --warm-ids" -- generate --model "$dec" --ids 1 --warm-ids 1 --warm-prompt x
 expect 2 "--prefix-block must be an integer in \[1, 4096\], got '0'" -- generate --model "$dec" --ids 1 --prefix-cache --prefix-block 0
-expect 1 "has no GGUF tokenizer for --warm-prompt; give --warm-ids" -- generate --model "$dec" --ids 1 --warm-prompt x
+expect 1 "carries no vocabulary this build reads" -- generate --model "$dec" --ids 1 --warm-prompt x
 expect 0 '"prefix_cache": \{"hit_tokens": 0, "block_tokens": 32, "lookups": 1, "hits": 0, "misses": 1, "evictions": 0, "cached_tokens": 0\}' -- generate --model "$dec" --ids 5,6,7 --max-tokens 2 --json --prefix-cache
 expect 0 "prefix cache: 4 of 5 prompt tokens reused \(blocks of 2; 1 hit\(s\), 1 miss\(es\)" -- generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 2 --warm-ids 5,6,7,8,1 --prefix-block 2
 out=$("$run" generate --model "$dec" --ids 5,6,7,8,9 --max-tokens 6 --json --warm-ids 5,6,7,8,1 --prefix-block 2)
@@ -385,10 +385,10 @@ assert closes and len(text[text.index("{"):]) - (closes[0] + 1) < 8, (text, clos
   else
     echo "FAIL: generate --stop-after-json: seed '$json_seed' '${cut:-}'"; fails=$((fails + 1))
   fi
-  expect 1 "kOutOfRange: 100004 tokens \(prompt and new ones\) exceed .*context of 256" -- generate --model "$5" --ids 5,6,7,8,9 --max-tokens 100000
+  expect 1 "5 prompt tokens and 100000 new ones exceed this context.s 256 KV cells" -- generate --model "$5" --ids 5,6,7,8,9 --max-tokens 100000
   expect 0 '^\{"positions": \[\{"top_ids": \[[0-9]+\]' -- score --model "$5" --ids-file "$tmp/ids.json" --top 1
   # The tiny GGUF has no tokenizer.chat_template: --chat is the chat_template error.
-  expect 1 "kNotFound: the model has no chat template \(tokenizer.chat_template\); pass a raw prompt" -- generate --model "$5" --chat hi
+  expect 1 "the model has no chat template \(tokenizer.chat_template\); pass a raw prompt" -- generate --model "$5" --chat hi
   # A copy with a ChatML template and EOS moved to <|endoftext|> (296), so <|im_end|> (298) stops
   # only as the template's end of turn: a near-uniform sampled --chat reply ends at 298; the same
   # prompt given as --ids (no template) with the same seed draws the same ids and goes on past it.

@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-#include "runtime/decisions/decoder_decide.h"
-#include "runtime/text/json.h"
 #include "runtime/decisions/calibration.h"
+#include "runtime/decisions/context.h"
+#include "runtime/decisions/decoder_decide.h"
+#include "runtime/decisions/model.h"
+#include "runtime/text/json.h"
 #include "tools/cli.h"
 #include "tools/laya-run/commands.h"
-#include "tools/laya-run/decoder_model.h"
 
 namespace laya::tools {
 
@@ -214,24 +215,27 @@ int cmd_calibrate(int argc, char** argv) {
   if (!positional.empty()) return usage_error("unexpected argument " + positional[0]);
   if (model.empty()) return usage_error("--model is required");
   if (data.empty()) return usage_error("--data is required");
-  runtime::SessionOptions so;
+  decision::ModelOptions mo;
   std::string err;
-  so.backends.clear();
-  if (!split_list(backends, "--backends", &so.backends, &err)) return usage_error(err);
-  so.backend.n_threads = static_cast<int>(threads);
+  mo.backends.clear();
+  if (!split_list(backends, "--backends", &mo.backends, &err)) return usage_error(err);
+  mo.n_threads = static_cast<int>(threads);
   hal::BackendOptions cpu;
   cpu.n_threads = static_cast<int>(threads);
   cpu.settings = {{"kernels", kernels}};
-  so.backend_options.emplace_back("cpu", cpu);
-  const auto load_start = std::chrono::steady_clock::now();
+  mo.backend_options.emplace_back("cpu", cpu);
 
   // The data first: a bad line never costs a model load.
   Result<std::vector<Line>> lines = read_data(data);
   if (!lines.is_ok()) return fail(lines.status());
-  Decoder d;
-  if (Status st = d.open(model); !st.is_ok()) return fail(st);
-  Result<runtime::DecoderText> text = decoder_text(d);
-  if (!text.is_ok()) return fail(text.status());
+  Result<std::shared_ptr<const decision::Model>> m = decision::Model::open_file(model, mo);
+  if (!m.is_ok()) return fail(m.status());
+  if ((*m)->kind() != decision::ModelKind::kDecoder)
+    return fail(Status(StatusCode::kUnsupported,
+                       model + " is not a decoder LM (calibrate fits a decoder's temperatures)"));
+  Status why;
+  const runtime::DecoderText* text = (*m)->decoder_text_or(&why);
+  if (text == nullptr) return fail(why);
   runtime::DecoderCells cells;
   for (const Line& line : *lines) {
     Result<runtime::DecoderCells> c = runtime::decoder_request_cells(*text, line.req);
@@ -239,11 +243,27 @@ int cmd_calibrate(int argc, char** argv) {
     cells.working = std::max(cells.working, c->working);
     cells.stored = std::max(cells.stored, c->stored);
   }
-  std::unique_ptr<runtime::PrefixCache> pc;
-  Result<std::unique_ptr<runtime::DecoderDecider>> decider =
-      start_decider(d, std::move(text).value(), cells, so, chunk, load_start, &pc);
-  if (!decider.is_ok()) return fail(decider.status());
-  const decision::Temperatures before = decision::model_temperatures(d.graph.meta);
+  decision::ContextLimits lim;
+  lim.kv_cells = cells.working;
+  lim.chunk = chunk;
+  lim.prefix_slots = 2;
+  Result<decision::ContextLayout> lay = decision::Context::layout(**m, lim);
+  if (!lay.is_ok()) return fail(lay.status());
+  lim.prefix_cache_bytes = 0;
+  std::vector<runtime::RegionBuffer> buffers;
+  std::vector<runtime::MemoryRegion> regions;
+  for (int r = 0; r < decision::kRegionCount; ++r) {
+    Result<runtime::RegionBuffer> b = runtime::RegionBuffer::alloc(
+        lay->bytes[r], std::max<uint64_t>(lay->align[r], 64), lay->bytes[r] >= (uint64_t{2} << 20));
+    if (!b.is_ok()) return fail(b.status());
+    buffers.push_back(std::move(b).value());
+    regions.push_back(buffers.back().region());
+  }
+  Result<decision::Context*> made = decision::Context::create(*m, lim, regions);
+  if (!made.is_ok()) return fail(made.status());
+  std::unique_ptr<decision::Context, void (*)(decision::Context*)> ctx(*made,
+                                                                       decision::Context::destroy);
+  const decision::Temperatures before = (*m)->temperatures();
 
   // The split: a seeded shuffle of the lines, the first round(n * holdout) held out.
   const size_t n = lines->size();
@@ -264,9 +284,9 @@ int cmd_calibrate(int argc, char** argv) {
   for (size_t i = 0; i < n; ++i) {
     const Line& line = (*lines)[i];
     const runtime::DecoderRequest& req = line.req;
-    Result<runtime::QuestionScores> s =
-        (*decider)->score_questions(req.states[0], req.questions.questions, req.system);
-    if (!s.is_ok()) return fail(line_error(line.number, s.status().message()));
+    std::vector<std::vector<float>> scores;
+    if (Status st = ctx->question_scores(req, &scores); !st.is_ok())
+      return fail(line_error(line.number, st.message()));
     for (size_t j = 0; j < req.questions.questions.size(); ++j) {
       if (line.targets[j].empty()) {
         ++unlabelled;
@@ -274,7 +294,7 @@ int cmd_calibrate(int argc, char** argv) {
       }
       decision::CalibrationRecord r;
       r.type = req.questions.questions[j].type;
-      r.logits = s->scores[j];
+      r.logits = scores[j];
       r.target = line.targets[j];
       (held[i] ? test : train).push_back(std::move(r));
     }

@@ -15,22 +15,18 @@
 #include <string>
 #include <vector>
 
-#include "frontends/gguf.h"
 #include "ir/model_file.h"
-#include "runtime/text/chat_template.h"
+#include "kernels/kernels.h"
+#include "runtime/decisions/context.h"
 #include "runtime/decisions/decoder_decide.h"
-#include "runtime/prefix_cache.h"
-#include "runtime/sampler.h"
-#include "runtime/text/json.h"
-#include "runtime/decisions/agent.h"
+#include "runtime/decisions/model.h"
 #include "runtime/decisions/model_tokenizer.h"
 #include "runtime/decisions/request.h"
 #include "runtime/decisions/router.h"
-#include "kernels/kernels.h"
-#include "runtime/session.h"
+#include "runtime/text/json.h"
 #include "tools/cli.h"
 #include "tools/http_status.h"
-#include "tools/laya-run/decoder_model.h"
+#include "tools/laya-run/capi.h"
 
 namespace laya::tools {
 
@@ -133,82 +129,29 @@ void print_json(const json::Value& v) {
   std::fputc('\n', stdout);
 }
 
-Result<runtime::DecoderText> decoder_text(const Decoder& d) {
-  if (d.tokenizer == nullptr)
-    return Status(StatusCode::kUnsupported,
-                  d.path +
-                      " carries no tokenizer this build reads (a decoder decision renders "
-                      "and tokenizes its prompt)");
-  // The vocabulary's BOS text (a template may render it) and the chat template: the GGUF's, or
-  // what laya-convert embedded in the .laya.
-  std::string_view bos_text;
-  LAYA_ASSIGN_OR_RETURN(frontends::gguf::TokenizerData td,
-                        frontends::gguf::tokenizer_data(*d.vocab));
-  if (td.bos_id >= 0 && static_cast<size_t>(td.bos_id) < td.tokens.size())
-    bos_text = td.tokens[static_cast<size_t>(td.bos_id)];
-  LAYA_ASSIGN_OR_RETURN(ChatTemplate chat, ChatTemplate::recognize(d.chat_template, bos_text));
-  runtime::DecoderText text;
-  text.tokenizer = d.tokenizer.get();
-  text.chat = chat;
-  text.add_bos = !chat.renders_bos();
-  const char* end_of_turn = chat.format() == ChatFormat::kChatMl ? "<|im_end|>" : "<|eot_id|>";
-  if (const int32_t eot = d.tokenizer->token_to_id(end_of_turn); eot >= 0)
-    text.stop_ids.push_back(eot);
-  if (d.eos >= 0) text.stop_ids.push_back(d.eos);
-  return text;
-}
-
-Result<std::unique_ptr<runtime::DecoderDecider>> start_decider(
-    Decoder& d, runtime::DecoderText text, const runtime::DecoderCells& cells,
-    const runtime::SessionOptions& so, int64_t chunk, Decoder::Clock::time_point load_start,
-    std::unique_ptr<runtime::PrefixCache>* prefix_cache) {
-  // The prefix cache keeps two prompts' shared parts (whole blocks): the system block (and a
-  // schema's) is found again for the next state and the next request of the same process.
-  constexpr int64_t kBlock = 16;
-  constexpr int32_t kSlots = 2;
-  const int64_t prefix_tokens = kSlots * std::max<int64_t>(1, cells.stored / kBlock) * kBlock;
-  LAYA_RETURN_IF_ERROR(d.start(so, chunk, cells.working, load_start, prefix_tokens, 1 + kSlots));
-  runtime::PrefixCacheOptions po;
-  po.block_tokens = kBlock;
-  po.first_seq = 1;
-  po.slots = kSlots;
-  po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.run.cache->layout().bytes_per_cell;
-  LAYA_ASSIGN_OR_RETURN(*prefix_cache,
-                        runtime::PrefixCache::create(*d.run.cache, d.run.cache->layout(), po));
-  // Calibrated temperatures from a .laya decoder's decision config (laya-convert
-  // --decision-config); 1 (uncalibrated) for a GGUF.
-  return runtime::DecoderDecider::create(*d.run.runner, *d.run.cache, prefix_cache->get(),
-                                         std::move(text),
-                                         decision::model_temperatures(d.graph.meta));
-}
-
 namespace {
 
-// A decision on a decoder model: the request, the model's tokenizer and chat template, a runner
-// over a KV cache sized for the request plus a prefix cache, runtime/decisions/decoder_decide.h.
-int decide_on_decoder(const std::string& model, const std::string& body,
-                      const runtime::SessionOptions& so, int64_t chunk, const std::string& kv_type,
-                      const SamplerConfig& sc, std::chrono::steady_clock::time_point load_start) {
-  Result<runtime::DecoderRequest> req = runtime::parse_decoder_request(body);
-  if (!req.is_ok()) return refuse(req.status());
-  Decoder d;
-  d.kv_type = kv_type;
-  Status st = d.open(model);
-  if (!st.is_ok()) return refuse(st);
-  Result<runtime::DecoderText> text = decoder_text(d);
-  if (!text.is_ok()) return refuse(text.status());
-  Result<runtime::DecoderCells> cells = runtime::decoder_request_cells(*text, *req);
-  if (!cells.is_ok()) return refuse(cells.status());
-  std::unique_ptr<runtime::PrefixCache> pc;
-  Result<std::unique_ptr<runtime::DecoderDecider>> decider =
-      start_decider(d, std::move(text).value(), *cells, so, chunk, load_start, &pc);
-  if (!decider.is_ok()) return refuse(decider.status());
-  runtime::DecoderDecideOptions opts;
-  opts.sampler = sc;
-  opts.load_ms = d.run.runner->load_ms();
-  Result<Value> out = (*decider)->decide(*req, opts);
-  if (!out.is_ok()) return refuse(out.status());
-  print_json(*out);
+// A decision through the C API: the model opened, a context with the CLI's limits on regions
+// allocated here, laya_decide on the body; prints the result JSON.
+int decide_capi(const std::string& model, const std::string& body, const CapiModelOptions& mo,
+                int64_t chunk, const laya_sampling& sampling) {
+  CapiModel m;
+  if (CapiError e = m.open(model, mo); !e.ok()) return report(e);
+  laya_context_limits lim = laya_context_default_limits();
+  lim.chunk = m.info().kind == LAYA_MODEL_DECODER ? chunk : 0;
+  CapiContext ctx;
+  if (CapiError e = ctx.create(m.get(), lim); !e.ok()) return report(e);
+  if (laya_status s = laya_context_set_sampling(ctx.get(), &sampling); s != LAYA_OK)
+    return report(ctx.error(s));
+  size_t n = 0;
+  laya_status s = laya_decide(ctx.get(), body.data(), body.size(), nullptr, 0, &n);
+  if (s != LAYA_OK) return report(ctx.error(s));
+  std::string out(n + 1, '\0');
+  s = laya_result_json(ctx.get(), out.data(), out.size(), &n);
+  if (s != LAYA_OK) return report(ctx.error(s));
+  out.resize(n);
+  out.push_back('\n');
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
 
@@ -310,41 +253,43 @@ int cmd_decide(int argc, char** argv) {
     return usage_error("--model is required (or --explain --tokenizer FILE)", kDecideUsage);
   if (!model.empty() && !tokenizer.empty())
     return usage_error("--tokenizer is for --explain without a model", kDecideUsage);
-  runtime::SessionOptions so;
+  std::vector<std::string> backend_list;
   std::string err;
-  so.backends.clear();
-  if (!split_list(backends, "--backends", &so.backends, &err))
+  if (!split_list(backends, "--backends", &backend_list, &err))
     return usage_error(err, kDecideUsage);
-  so.backend.n_threads = static_cast<int>(threads);
-  hal::BackendOptions cpu;
-  cpu.n_threads = static_cast<int>(threads);
-  cpu.settings = {{"kernels", kernels}};
-  so.backend_options.emplace_back("cpu", cpu);
-
-  SamplerConfig sc;
+  CapiModelOptions mo;
+  mo.backends = backends;
+  mo.kernels = kernels;
+  mo.kv_type = kv_type;
+  mo.threads = static_cast<int>(threads);
+  laya_sampling sampling = {};
   if (temperature >= 0 || top_k >= 0 || top_p >= 0 || seed >= 0) {
-    sc.temperature = temperature >= 0 ? static_cast<float>(temperature) : 1.0f;
-    sc.top_k = top_k >= 0 ? static_cast<int32_t>(top_k) : 0;
-    sc.top_p = top_p >= 0 ? static_cast<float>(top_p) : 1.0f;
-    sc.seed = seed >= 0 ? static_cast<uint64_t>(seed) : 0;
+    sampling.temperature = temperature >= 0 ? static_cast<float>(temperature) : 1.0f;
+    sampling.top_k = top_k >= 0 ? static_cast<int32_t>(top_k) : 0;
+    sampling.top_p = top_p >= 0 ? static_cast<float>(top_p) : 1.0f;
+    sampling.seed = seed >= 0 ? static_cast<uint64_t>(seed) : 0;
   }
-  const auto load_start = std::chrono::steady_clock::now();
   const bool gguf = model.size() >= 5 && model.compare(model.size() - 5, 5, ".gguf") == 0;
   if (gguf && explain) return usage_error("--explain is for encoder models", kDecideUsage);
 
-  // The request first: a refused request never costs a model load.
   Result<std::string> text = read_request_file(request);
   if (!text.is_ok()) return refuse(text.status());
-  if (gguf) return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);
-  Result<decision::DecisionRequest> req = decision::parse_request(*text);
-  if (!req.is_ok()) {
-    // A .laya decoder reads its body differently (runtime/decisions/decoder_decide.h).
-    if (!model.empty() && !explain)
-      if (Result<ir::Graph> g = ir::model_load(model); g.is_ok() && !g->states.empty())
-        return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);
-    return refuse(req.status());
+  // The request is checked first: a refused request never costs a model load.
+  if (gguf) {
+    if (Result<runtime::DecoderRequest> r = runtime::parse_decoder_request(*text); !r.is_ok())
+      return refuse(r.status());
+  } else if (!explain) {
+    if (Result<decision::DecisionRequest> r = decision::parse_request(*text); !r.is_ok()) {
+      // A .laya decoder reads its body differently (runtime/decisions/decoder_decide.h).
+      Result<ir::Graph> g = ir::model_load(model);
+      if (!g.is_ok() || g->states.empty()) return refuse(r.status());
+    }
   }
+  if (!explain) return decide_capi(model, *text, mo, chunk, sampling);
 
+  // --explain: the rows the network would read (the library's explain_decision).
+  Result<decision::DecisionRequest> req = decision::parse_request(*text);
+  if (!req.is_ok()) return refuse(req.status());
   if (model.empty()) {
     Result<decision::ModelTokenizer> tok = decision::tokenizer_from_file(tokenizer);
     if (!tok.is_ok()) return refuse(tok.status());
@@ -355,34 +300,46 @@ int cmd_decide(int argc, char** argv) {
     print_json(*out);
     return 0;
   }
-  Result<ir::Graph> g = ir::model_load(model);
-  if (!g.is_ok()) return refuse(g.status());
-  if (!g->states.empty()) {
-    if (explain) return usage_error("--explain is for encoder models", kDecideUsage);
-    return decide_on_decoder(model, *text, so, chunk, kv_type, sc, load_start);
-  }
-  Result<decision::ModelTokenizer> tok = decision::model_tokenizer(*g);
-  if (!tok.is_ok()) return refuse(tok.status());
-  if (explain && (g->meta.architecture != "laya" || !req->shortlist_k)) {
-    // No session: the rows need only the tokenizer and the decision config (if any).
-    decision::DecisionSettings settings;
-    if (g->meta.decision.present) {
-      if (g->meta.decision.max_len > 0) settings.max_len = g->meta.decision.max_len;
-      if (g->meta.decision.head_max_len > 0) settings.head_max_len = g->meta.decision.head_max_len;
-    }
-    Result<Value> out =
-        decision::explain_decision(*req, *tok->encoder, tok->specials, settings, nullptr);
+  decision::ModelOptions o;
+  o.backends = backend_list;
+  hal::BackendOptions cpu;
+  cpu.n_threads = static_cast<int>(threads);
+  cpu.settings = {{"kernels", kernels}};
+  o.backend_options.emplace_back("cpu", cpu);
+  o.n_threads = static_cast<int>(threads);
+  Result<std::shared_ptr<const decision::Model>> m = decision::Model::open_file(model, o);
+  if (!m.is_ok()) return refuse(m.status());
+  if ((*m)->kind() != decision::ModelKind::kEncoder)
+    return usage_error("--explain is for encoder models", kDecideUsage);
+  if (!req->shortlist_k) {
+    // No network: the rows need only the tokenizer and the decision settings.
+    Result<Value> out = decision::explain_decision(*req, (*m)->encoder(), (*m)->specials(),
+                                                   (*m)->settings(), nullptr);
     if (!out.is_ok()) return refuse(out.status());
     print_json(*out);
     return 0;
   }
-  Result<std::unique_ptr<decision::Agent>> agent =
-      decision::Agent::create(std::move(*g), std::move(*tok), so);
-  if (!agent.is_ok()) return refuse(agent.status());
-  Result<Value> out = explain ? (*agent)->explain(*req) : (*agent)->decide(*req);
-  if (!out.is_ok()) return refuse(out.status());
-  print_json(*out);
-  return 0;
+  // A shortlist's rows depend on the embeddings: a context runs them.
+  Result<decision::ContextLayout> lay = decision::Context::layout(**m, {});
+  if (!lay.is_ok()) return refuse(lay.status());
+  std::vector<runtime::RegionBuffer> buffers;
+  std::vector<runtime::MemoryRegion> regions;
+  for (int r = 0; r < decision::kRegionCount; ++r) {
+    Result<runtime::RegionBuffer> b =
+        runtime::RegionBuffer::alloc(lay->bytes[r], std::max<uint64_t>(lay->align[r], 64), false);
+    if (!b.is_ok()) return refuse(b.status());
+    buffers.push_back(std::move(b).value());
+    regions.push_back(buffers.back().region());
+  }
+  Result<decision::Context*> c = decision::Context::create(*m, {}, regions);
+  if (!c.is_ok()) return refuse(c.status());
+  const Status st = (*c)->explain(*text);
+  if (st.is_ok()) {
+    std::fwrite((*c)->json().data(), 1, (*c)->json().size(), stdout);
+    std::fputc('\n', stdout);
+  }
+  decision::Context::destroy(*c);
+  return st.is_ok() ? 0 : refuse(st);
 }
 
 }  // namespace laya::tools

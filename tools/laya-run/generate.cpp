@@ -1,7 +1,9 @@
-// laya-run generate / score: a decoder (a GGUF file, or a .laya decoder over a KV cache) run by
-// runtime/decoder.h: the prompt prefilled in chunks, then one decode step per new token.
+// laya-run generate / score: a decoder (a GGUF file, or a .laya decoder over a KV cache) through
+// the C API (laya_generate, laya_score): the prompt prefilled in chunks, then one decode step per
+// new token.
 //
-//   laya-run generate --model M (--prompt TEXT | --chat TEXT | --ids 1,2,3 | --prompts-file F)
+//   laya-run generate --model M (--prompt TEXT | --chat TEXT [--system TEXT] | --messages F
+//                     | --ids 1,2,3 | --prompts-file F)
 //                     [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //                     [--json] [--stop-after-json]
 //                     [--prefix-cache [--warm-prompt TEXT | --warm-ids 1,2,3]]
@@ -22,23 +24,12 @@
 #include <string_view>
 #include <vector>
 
-#include "frontends/gguf.h"
-#include "frontends/gguf_decoder.h"
-#include "frontends/gguf_import.h"
-#include "frontends/gguf_tokenizer.h"
-#include "ir/model_file.h"
+#include "include/laya/laya.h"
 #include "kernels/kernels.h"
-#include "runtime/decoder.h"
-#include "runtime/text/chat_template.h"
 #include "runtime/text/json.h"
-#include "runtime/kv_cache.h"
-#include "runtime/prefix_cache.h"
-#include "runtime/sampler.h"
-#include "runtime/session.h"
-#include "runtime/text/tokenizer/tokenizer.h"
 #include "tools/cli.h"
+#include "tools/laya-run/capi.h"
 #include "tools/laya-run/commands.h"
-#include "tools/laya-run/decoder_model.h"
 
 namespace laya::tools {
 
@@ -65,6 +56,10 @@ constexpr const char* kGenerateUsage =
     "  --chat TEXT      one user message rendered with the model's tokenizer.chat_template\n"
     "                   (ChatML: SmolLM2, Qwen2; Llama 3), with the assistant prompt after it;\n"
     "                   a model without a known template fails (exit 1)\n"
+    "  --system TEXT    with --chat: a system message before it (instead of the template's\n"
+    "                   default system prompt)\n"
+    "  --messages F     a chat from a JSON file {\"messages\": [{\"role\", \"content\"}, ...]}\n"
+    "                   (\"-\": stdin), rendered like --chat\n"
     "  --ids ID,ID,...  the prompt as token ids\n"
     "  --prompts-file F a JSON file {\"prompts\": [TEXT, ...]} (\"-\": stdin): each prompt as\n"
     "                   --prompt, one after the other in one process with --prefix-cache on;\n"
@@ -144,7 +139,7 @@ struct DecoderOptions {
   bool help = false;
   std::string model, kernels = "auto", backends = "cpu";
   int64_t threads = 0, chunk = 128;
-  std::string kv_type;  // "" = the default (Decoder::kv_type)
+  std::string kv_type;  // "" = the model's default
 
   void declare(ArgParser& p) {
     p.flag("help", &help);
@@ -155,16 +150,19 @@ struct DecoderOptions {
     p.integer("threads", 0, 1024, &threads);
     p.integer("chunk", 1, 4096, &chunk);
   }
-  std::string session_options(runtime::SessionOptions* so) const {
+  // "" or the message of a bad --backends list.
+  std::string check() const {
+    std::vector<std::string> list;
     std::string err;
-    so->backends.clear();
-    if (!split_list(backends, "--backends", &so->backends, &err)) return err;
-    so->backend.n_threads = static_cast<int>(threads);
-    hal::BackendOptions cpu;
-    cpu.n_threads = static_cast<int>(threads);
-    cpu.settings = {{"kernels", kernels}};
-    so->backend_options.emplace_back("cpu", cpu);
-    return "";
+    return split_list(backends, "--backends", &list, &err) ? "" : err;
+  }
+  CapiModelOptions model_options() const {
+    CapiModelOptions o;
+    o.backends = backends;
+    o.kernels = kernels;
+    o.kv_type = kv_type;
+    o.threads = static_cast<int>(threads);
+    return o;
   }
 };
 
@@ -185,90 +183,31 @@ bool parse_ids(const std::string& text, std::vector<int32_t>* out, std::string* 
   return true;
 }
 
-// GenerateRequest::pick through runtime/sampler.h; `ctx` is the Sampler.
-int32_t sample_token(std::span<const float> logits, void* ctx) {
-  return static_cast<Sampler*>(ctx)->sample(logits.data(), nullptr);
-}
-
-// GenerateRequest::done for --stop-after-json: true once the brackets opened from the reply's
-// first '{' are all closed again (outside JSON strings). Each new token's bytes are scanned once.
-struct JsonEnd {
-  const tok::Tokenizer* tokenizer = nullptr;  // borrowed
-  size_t scanned = 0;                         // tokens scanned
-  int depth = 0;
-  bool started = false, in_string = false, escaped = false, closed = false;
-
-  static bool done(std::span<const int32_t> out, void* ctx) {
-    JsonEnd& j = *static_cast<JsonEnd*>(ctx);
-    std::string piece;
-    for (; j.scanned < out.size() && !j.closed; ++j.scanned) {
-      if (!j.tokenizer->token_to_piece(out[j.scanned], false, &piece).is_ok()) continue;
-      for (const char c : piece) {
-        if (!j.started) {
-          j.started = c == '{';
-          j.depth = j.started ? 1 : 0;
-        } else if (j.in_string) {
-          if (j.escaped)
-            j.escaped = false;
-          else if (c == '\\')
-            j.escaped = true;
-          else if (c == '"')
-            j.in_string = false;
-        } else if (c == '"') {
-          j.in_string = true;
-        } else if (c == '{' || c == '[') {
-          ++j.depth;
-        } else if ((c == '}' || c == ']') && --j.depth == 0) {
-          j.closed = true;
-          break;
-        }
-      }
-    }
-    return j.closed;
-  }
-};
-
-std::string id_list(const std::vector<int32_t>& v) {
+std::string id_list(const int32_t* v, size_t n) {
   std::string out;
-  for (int32_t x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  for (size_t i = 0; i < n; ++i) out += (out.empty() ? "" : ", ") + std::to_string(v[i]);
   return out;
 }
 
-// Per-node times of the decode steps (hal::ProfileSink), summed per node; no allocation per call.
-struct NodeTimes {
-  std::vector<double> ms;  // [graph nodes]
+// Per-kind times of the prefill (phase 0) and of the decode steps (phase 1), as the C API's
+// profile callback reports them, in first-seen order.
+struct Profile {
+  std::vector<std::pair<std::string, double>> kinds[2];
+  static void on_node(void* user, int32_t phase, const char* node, double ms) {
+    auto& rows = static_cast<Profile*>(user)->kinds[phase == 0 ? 0 : 1];
+    auto it =
+        std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == node; });
+    if (it == rows.end())
+      rows.emplace_back(node, ms);
+    else
+      it->second += ms;
+  }
 };
 
-void on_node(void* user, ir::NodeId node, double ms, bool /*modelled*/) {
-  std::vector<double>& v = static_cast<NodeTimes*>(user)->ms;
-  if (node < v.size()) v[node] += ms;
-}
-
-// The node's row in the profile: its op, matmuls and embeddings with their weight type and shape.
-std::string profile_key(const ir::Graph& g, const ir::Node& n) {
-  std::string key = ir::op_name(n.op);
-  if ((n.op == ir::Op::kMatMul || n.op == ir::Op::kEmbedding) && !n.inputs.empty()) {
-    const ir::Value& w = g.values[n.inputs[n.op == ir::Op::kMatMul ? 1 : 0]];
-    if (w.kind == ir::ValueKind::kWeight && w.shape.rank == 2)
-      key += std::string(" ") + ir::dtype_name(w.dtype) + " [" + std::to_string(w.shape.dims[0].c) +
-             ", " + std::to_string(w.shape.dims[1].c) + "]";
-  }
-  return key;
-}
-
-// Per-op rows (key, ms / n) of the node times t, largest first, and their sum.
-std::vector<std::pair<std::string, double>> op_rows(const ir::Graph& g, const NodeTimes& t,
-                                                    double n, double* sum) {
-  std::vector<std::pair<std::string, double>> rows;
-  for (size_t i = 0; i < g.nodes.size() && i < t.ms.size(); ++i) {
-    if (t.ms[i] == 0) continue;
-    const std::string key = profile_key(g, g.nodes[i]);
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == key; });
-    if (it == rows.end())
-      rows.emplace_back(key, t.ms[i]);
-    else
-      it->second += t.ms[i];
-  }
+// Rows (kind, ms / n) largest first, and their sum.
+std::vector<std::pair<std::string, double>> op_rows(
+    const std::vector<std::pair<std::string, double>>& in, double n, double* sum) {
+  std::vector<std::pair<std::string, double>> rows = in;
   *sum = 0;
   for (auto& r : rows) {
     r.second /= n;
@@ -285,35 +224,31 @@ struct DecodeProfile {
   double execute = 0, nodes = 0, runner = 0, pick = 0, other = 0, token = 0;
 };
 
-DecodeProfile decode_profile(const ir::Graph& g, const NodeTimes& t,
-                             const runtime::DecoderStats& s) {
+DecodeProfile decode_profile(const Profile& prof, const laya_generation& g) {
   DecodeProfile p;
-  if (s.decode_steps == 0) return p;
-  const double n = static_cast<double>(s.decode_steps);
-  p.ops = op_rows(g, t, n, &p.nodes);
-  p.execute = s.decode_execute_ms / n;
-  p.runner = (s.decode_step_ms - s.decode_execute_ms) / n;
-  p.pick = s.decode_pick_ms / n;
+  if (g.decode_steps == 0) return p;
+  const double n = static_cast<double>(g.decode_steps);
+  p.ops = op_rows(prof.kinds[1], n, &p.nodes);
+  p.execute = g.decode_execute_ms / n;
+  p.runner = (g.decode_step_ms - g.decode_execute_ms) / n;
+  p.pick = g.decode_pick_ms / n;
   // A decode step and its pick from one token's time to the next.
-  p.token = (s.token_ms.back() - s.token_ms.front()) / n;
-  p.other = p.token - s.decode_step_ms / n - p.pick;
+  p.token = (g.total_ms - g.first_token_ms) / n;
+  p.other = p.token - g.decode_step_ms / n - p.pick;
   return p;
 }
 
-// The prefill profile, ms over the whole prefill (all its chunks): rows (key, ms) largest first,
-// the part inside Session::execute, and the rest of the prefill's time (cache cells, reshape, a
-// prefix-cache restore).
+// The prefill profile, ms over the whole prefill (all its chunks).
 struct PrefillProfile {
   std::vector<std::pair<std::string, double>> ops;
   double execute = 0, nodes = 0, other = 0, prefill = 0;
 };
 
-PrefillProfile prefill_profile(const ir::Graph& g, const NodeTimes& t,
-                               const runtime::DecoderStats& s) {
+PrefillProfile prefill_profile(const Profile& prof, const laya_generation& g) {
   PrefillProfile p;
-  p.ops = op_rows(g, t, 1.0, &p.nodes);
-  p.execute = s.prefill_execute_ms;
-  p.prefill = s.prefill_end_ms;
+  p.ops = op_rows(prof.kinds[0], 1.0, &p.nodes);
+  p.execute = g.prefill_execute_ms;
+  p.prefill = g.prefill_ms;
   p.other = p.prefill - p.execute;
   return p;
 }
@@ -334,9 +269,9 @@ json::Value json_ops(const std::vector<std::pair<std::string, double>>& ops) {
   return o;
 }
 
-json::Value json_ids(const std::vector<int32_t>& v) {
+json::Value json_ids(const int32_t* v, size_t n) {
   json::Value a = json::Value::array();
-  for (int32_t x : v) a.push(json::Value::integer(x));
+  for (size_t i = 0; i < n; ++i) a.push(json::Value::integer(v[i]));
   return a;
 }
 
@@ -346,6 +281,26 @@ std::string kernels_label(const std::string& k) {
          kernels::kernel_target_name(kernels::kernel_hwy_targets().front());
 }
 
+// {"messages": [{"role", "content"}, ...]} from a file.
+Status read_messages(const std::string& path,
+                     std::vector<std::pair<std::string, std::string>>* out) {
+  LAYA_ASSIGN_OR_RETURN(std::string body, read_request_file(path));
+  LAYA_ASSIGN_OR_RETURN(json::Value doc, json::parse(body, {}, path));
+  const json::Value* list = doc.find("messages");
+  if (list == nullptr || !list->is_array() || list->items().empty())
+    return Status(StatusCode::kInvalidArgument,
+                  path + ": wants {\"messages\": [{\"role\": ..., \"content\": ...}, ...]}");
+  for (const json::Value& m : list->items()) {
+    const json::Value* role = m.find("role");
+    const json::Value* content = m.find("content");
+    if (role == nullptr || !role->is_string() || content == nullptr || !content->is_string())
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": every message needs a string \"role\" and \"content\"");
+    out->emplace_back(role->as_string(), content->as_string());
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -353,7 +308,8 @@ int cmd_generate(int argc, char** argv) {
   bool json = false, stop_after_json = false;
   bool prefix_cache = false;
   bool profile = false;
-  std::string prompt_text, chat_text, ids_text, prompts_file, warm_text, warm_ids_text;
+  std::string prompt_text, chat_text, system_text, messages_file, ids_text, prompts_file, warm_text,
+      warm_ids_text;
   int64_t max_tokens = 16, prefix_block = 32;
   // Sampling options; the parser writes only given ones, so values outside the ranges mark
   // the absent ones.
@@ -364,6 +320,8 @@ int cmd_generate(int argc, char** argv) {
   common.declare(p);
   p.text("prompt", &prompt_text);
   p.text("chat", &chat_text);
+  p.text("system", &system_text);
+  p.text("messages", &messages_file);
   p.text("ids", &ids_text);
   p.text("prompts-file", &prompts_file);
   p.integer("max-tokens", 1, 1000000, &max_tokens);
@@ -388,11 +346,16 @@ int cmd_generate(int argc, char** argv) {
   if (common.model.empty())
     return usage_error("generate needs --model M.gguf|M.laya", kGenerateUsage);
   const bool has_prompt = !prompt_text.empty(), has_chat = !chat_text.empty();
+  const bool has_messages = !messages_file.empty();
   const bool batch = !prompts_file.empty();
-  if (has_prompt + has_chat + !ids_text.empty() + batch != 1)
+  if (has_prompt + has_chat + has_messages + !ids_text.empty() + batch != 1)
     return usage_error(
-        "generate needs one of --prompt TEXT, --chat TEXT, --ids ID,ID,... or --prompts-file F",
+        "generate needs one of --prompt TEXT, --chat TEXT, --messages F, --ids ID,ID,... or "
+        "--prompts-file F",
         kGenerateUsage);
+  if (!system_text.empty() && !has_chat)
+    return usage_error("--system goes with --chat (a --messages file carries its own)",
+                       kGenerateUsage);
   if (!warm_text.empty() && !warm_ids_text.empty())
     return usage_error("give one of --warm-prompt TEXT or --warm-ids ID,ID,...", kGenerateUsage);
   const bool warm = !warm_text.empty() || !warm_ids_text.empty();
@@ -400,23 +363,21 @@ int cmd_generate(int argc, char** argv) {
     return usage_error("--prompts-file needs --json and takes no --warm-prompt / --warm-ids",
                        kGenerateUsage);
   prefix_cache = prefix_cache || warm || batch;
-  std::vector<std::vector<int32_t>> prompts(1);
-  std::vector<int32_t> warm_prompt;
+  std::vector<int32_t> ids_prompt, warm_ids;
   std::string err;
-  if (!ids_text.empty() && !parse_ids(ids_text, &prompts[0], &err))
+  if (!ids_text.empty() && !parse_ids(ids_text, &ids_prompt, &err))
     return usage_error(err, kGenerateUsage);
-  SamplerConfig sc;
-  const bool sampling = temperature >= 0 || top_k >= 0 || top_p >= 0 || seed >= 0;
-  if (sampling) {
-    sc.temperature = temperature >= 0 ? static_cast<float>(temperature) : 1.0f;
-    sc.top_k = top_k >= 0 ? static_cast<int32_t>(top_k) : 0;
-    sc.top_p = top_p >= 0 ? static_cast<float>(top_p) : 1.0f;
-    sc.seed = seed >= 0 ? static_cast<uint64_t>(seed) : 0;
+  if (!warm_ids_text.empty() && !parse_ids(warm_ids_text, &warm_ids, &err))
+    return usage_error(err, kGenerateUsage);
+  laya_sampling sampling = {};
+  const bool sampling_given = temperature >= 0 || top_k >= 0 || top_p >= 0 || seed >= 0;
+  if (sampling_given) {
+    sampling.temperature = temperature >= 0 ? static_cast<float>(temperature) : 1.0f;
+    sampling.top_k = top_k >= 0 ? static_cast<int32_t>(top_k) : 0;
+    sampling.top_p = top_p >= 0 ? static_cast<float>(top_p) : 1.0f;
+    sampling.seed = seed >= 0 ? static_cast<uint64_t>(seed) : 0;
   }
-  if (!warm_ids_text.empty() && !parse_ids(warm_ids_text, &warm_prompt, &err))
-    return usage_error(err, kGenerateUsage);
-  runtime::SessionOptions so;
-  err = common.session_options(&so);
+  err = common.check();
   if (!err.empty()) return usage_error(err, kGenerateUsage);
   std::vector<std::string> batch_texts;
   if (batch) {
@@ -435,183 +396,118 @@ int cmd_generate(int argc, char** argv) {
       batch_texts.emplace_back(v.as_string());
     }
   }
-
-  const Clock::time_point load_start = Clock::now();
-  Decoder d;
-  d.kv_type = common.kv_type;
-  Status st = d.open(common.model);
-  if (!st.is_ok()) return fail(st);
-  if (stop_after_json && d.tokenizer == nullptr)
-    return fail(Status(StatusCode::kInvalidArgument,
-                       common.model + " has no GGUF tokenizer for --stop-after-json"));
-  // Text -> ids as llama.cpp tokenizes (BOS per add_bos_token).
-  auto encode = [&](const std::string& text, const char* flag, const char* ids_flag,
-                    std::vector<int32_t>* out) {
-    if (d.tokenizer == nullptr)
-      return Status(StatusCode::kInvalidArgument,
-                    common.model + " has no GGUF tokenizer for " + flag + "; give " + ids_flag);
-    tok::EncodeOptions eo;
-    eo.add_special_tokens = true;
-    LAYA_RETURN_IF_ERROR(d.tokenizer->encode(text, eo, out));
-    if (out->empty())
-      return Status(StatusCode::kInvalidArgument, std::string(flag) + " gives no tokens");
-    return Status::ok();
-  };
-  if (has_prompt && !(st = encode(prompt_text, "--prompt", "--ids", &prompts[0])).is_ok())
-    return fail(st);
-  if (batch) {
-    prompts.resize(batch_texts.size());
-    for (size_t i = 0; i < batch_texts.size(); ++i)
-      if (!(st = encode(batch_texts[i], "a --prompts-file prompt", "--ids", &prompts[i])).is_ok())
-        return fail(st);
-  }
-  // --chat: the message rendered with the model's template, tokenized with its special tokens;
-  // the template's end-of-turn token stops generation.
+  std::vector<std::pair<std::string, std::string>> chat;
   if (has_chat) {
-    if (d.tokenizer == nullptr)
-      return fail(Status(StatusCode::kInvalidArgument,
-                         common.model + " has no GGUF tokenizer for --chat; give --ids"));
-    Result<frontends::gguf::TokenizerData> td = frontends::gguf::tokenizer_data(*d.vocab);
-    if (!td.is_ok()) return fail(td.status());
-    const std::string_view bos_text =
-        td->bos_id >= 0 && static_cast<size_t>(td->bos_id) < td->tokens.size()
-            ? td->tokens[static_cast<size_t>(td->bos_id)]
-            : std::string_view();
-    Result<ChatTemplate> tmpl = ChatTemplate::recognize(d.chat_template, bos_text);
-    if (!tmpl.is_ok()) return fail(tmpl.status());
-    const ChatMessage message{"user", chat_text};
-    Result<std::string> text = tmpl->render(std::span(&message, 1), true);
-    if (!text.is_ok()) return fail(text.status());
-    tok::EncodeOptions eo;
-    eo.add_special_tokens = !tmpl->renders_bos();
-    if (!(st = d.tokenizer->encode(*text, eo, &prompts[0])).is_ok()) return fail(st);
-    const char* end_of_turn = tmpl->format() == ChatFormat::kChatMl ? "<|im_end|>" : "<|eot_id|>";
-    const int32_t eot = d.tokenizer->token_to_id(end_of_turn);
-    if (eot < 0)
-      return fail(status_error(StatusCode::kInvalidArgument,
-                               "%s has a %s chat template but no %s token", common.model.c_str(),
-                               chat_format_name(tmpl->format()), end_of_turn));
-    sc.stop_ids.push_back(eot);
+    if (!system_text.empty()) chat.emplace_back("system", system_text);
+    chat.emplace_back("user", chat_text);
   }
-  if (!warm_text.empty() &&
-      !(st = encode(warm_text, "--warm-prompt", "--warm-ids", &warm_prompt)).is_ok())
-    return fail(st);
-  // The cache holds the prompt and every new token but the last (nothing reads its logits); the
-  // prefix cache's two slots hold up to the longest prompt's whole blocks each.
-  int64_t longest = static_cast<int64_t>(warm_prompt.size());
-  for (const std::vector<int32_t>& pr : prompts)
-    longest = std::max(longest, static_cast<int64_t>(pr.size()));
-  const int64_t tokens = longest + max_tokens - 1;
-  constexpr int32_t kPrefixSlots = 2;
-  const int64_t prefix_tokens =
-      prefix_cache ? kPrefixSlots * std::max<int64_t>(1, longest / prefix_block) * prefix_block : 0;
-  st = d.start(so, common.chunk, tokens, load_start, prefix_tokens,
-               prefix_cache ? 1 + kPrefixSlots : 1);
-  if (!st.is_ok()) return fail(st);
-  std::unique_ptr<runtime::PrefixCache> pc;
-  if (prefix_cache) {
-    runtime::PrefixCacheOptions po;
-    po.block_tokens = prefix_block;
-    po.first_seq = 1;
-    po.slots = kPrefixSlots;
-    po.budget_bytes = static_cast<uint64_t>(prefix_tokens) * d.run.cache->layout().bytes_per_cell;
-    Result<std::unique_ptr<runtime::PrefixCache>> made =
-        runtime::PrefixCache::create(*d.run.cache, d.run.cache->layout(), po);
-    if (!made.is_ok()) return fail(made.status());
-    pc = std::move(made).value();
-  }
-  if (warm) {
-    runtime::GenerateRequest wr;
-    wr.prompt = warm_prompt;
-    wr.max_tokens = 1;
-    wr.prefix_cache = pc.get();
-    std::vector<int32_t> dropped;
-    st = d.run.runner->generate(wr, &dropped, nullptr);
-    if (st.is_ok()) st = d.run.cache->remove(0);
-    if (!st.is_ok()) return fail(st);
-  }
+  if (has_messages)
+    if (Status st = read_messages(messages_file, &chat); !st.is_ok()) return fail(st);
 
-  if (d.eos >= 0 && std::find(sc.stop_ids.begin(), sc.stop_ids.end(), d.eos) == sc.stop_ids.end())
-    sc.stop_ids.push_back(d.eos);
-  for (const std::vector<int32_t>& prompt : prompts) {
-    // A fresh sampler per prompt: the same seed gives each prompt the ids it gets alone.
-    Result<Sampler> sampler = Sampler::create(sc, static_cast<int32_t>(d.run.runner->vocab()));
-    if (!sampler.is_ok()) return fail(sampler.status());
-    std::vector<int32_t> ids;
-    runtime::DecoderStats stats;
-    runtime::GenerateRequest req;
-    req.prompt = prompt;
-    req.max_tokens = max_tokens;
-    req.prefix_cache = pc.get();
-    req.stop = sampler->config().stop_ids;
-    req.pick = sample_token;
-    req.pick_ctx = &*sampler;
-    JsonEnd json_end;
-    json_end.tokenizer = d.tokenizer.get();
-    if (stop_after_json) {
-      req.done = JsonEnd::done;
-      req.done_ctx = &json_end;
-    }
-    NodeTimes node_times, prefill_times;
-    const hal::ProfileSink sink{on_node, &node_times}, prefill_sink{on_node, &prefill_times};
+  CapiModel model;
+  if (CapiError e = model.open(common.model, common.model_options()); !e.ok()) return report(e);
+  const laya_model_info info = model.info();
+  if (info.kind != LAYA_MODEL_DECODER)
+    return fail(
+        Status(StatusCode::kInvalidArgument,
+               common.model + " is not a decoder over a KV cache (it has no state values)"));
+  // The KV cache holds the longest prompt and every new token but the last (nothing reads its
+  // logits). A prompt's tokens are at most its bytes (plus the template's and BOS).
+  int64_t longest = std::max<int64_t>(static_cast<int64_t>(ids_prompt.size()),
+                                      static_cast<int64_t>(warm_ids.size()));
+  auto bytes_bound = [](size_t bytes) { return static_cast<int64_t>(bytes) + 64; };
+  longest = std::max(longest, bytes_bound(prompt_text.size()));
+  longest = std::max(longest, bytes_bound(warm_text.size()));
+  for (const std::string& t : batch_texts) longest = std::max(longest, bytes_bound(t.size()));
+  size_t chat_bytes = 0;
+  for (const auto& [role, content] : chat) chat_bytes += role.size() + content.size() + 32;
+  if (!chat.empty()) longest = std::max(longest, bytes_bound(chat_bytes + 512));
+  laya_context_limits lim = laya_context_default_limits();
+  lim.kv_cells = std::min<int64_t>(longest + max_tokens - 1, info.max_tokens);
+  lim.chunk = common.chunk;
+  lim.prefix_slots = 2;
+  lim.prefix_block = prefix_block;
+  lim.prefix_cache_bytes = 0;
+  CapiContext ctx;
+  if (CapiError e = ctx.create(model.get(), lim); !e.ok()) return report(e);
+
+  laya_generate_params gp = laya_generate_params_init();
+  gp.no_prefix_cache = prefix_cache ? 0 : 1;
+  if (warm) {
+    laya_generate_params wp = gp;
+    wp.max_tokens = 1;
+    if (!warm_text.empty()) wp.prompt = warm_text.c_str();
+    wp.prompt_ids = warm_ids.empty() ? nullptr : warm_ids.data();
+    wp.n_prompt_ids = warm_ids.size();
+    if (laya_status s = laya_generate(ctx.get(), &wp, nullptr, 0, nullptr); s != LAYA_OK)
+      return report(ctx.error(s));
+  }
+  std::vector<laya_message> messages;
+  for (const auto& [role, content] : chat) messages.push_back({role.c_str(), content.c_str()});
+  const size_t n_prompts = batch ? batch_texts.size() : 1;
+  for (size_t pi = 0; pi < n_prompts; ++pi) {
+    gp.max_tokens = max_tokens;
+    gp.sampling = sampling;
+    gp.stop_after_json = stop_after_json ? 1 : 0;
+    gp.prompt = batch ? batch_texts[pi].c_str() : has_prompt ? prompt_text.c_str() : nullptr;
+    gp.messages = messages.empty() ? nullptr : messages.data();
+    gp.n_messages = messages.size();
+    gp.prompt_ids = ids_prompt.empty() ? nullptr : ids_prompt.data();
+    gp.n_prompt_ids = ids_prompt.size();
+    Profile prof;
     if (profile) {
-      node_times.ms.assign(d.graph.nodes.size(), 0.0);
-      prefill_times.ms.assign(d.graph.nodes.size(), 0.0);
-      req.decode_profile = &sink;
-      req.prefill_profile = &prefill_sink;
+      gp.profile = Profile::on_node;
+      gp.profile_user = &prof;
     }
-    st = d.run.runner->generate(req, &ids, &stats);
-    if (st.is_ok()) st = d.run.cache->remove(0);
-    if (!st.is_ok()) return fail(st);
-    std::string text;
-    if (d.tokenizer != nullptr) {
-      st = d.tokenizer->decode(ids, /*skip_special=*/true, &text);
-      if (!st.is_ok()) return fail(st);
-    }
-    const bool stopped = std::find(req.stop.begin(), req.stop.end(), ids.back()) != req.stop.end();
-    const char* finish = stopped ? "stop" : json_end.closed ? "json" : "length";
-    const double total_ms = stats.token_ms.back();
-    const DecodeProfile prof = decode_profile(d.graph, node_times, stats);
-    const PrefillProfile pprof = prefill_profile(d.graph, prefill_times, stats);
-    const int64_t prefilled = stats.prompt_tokens - stats.prefix_hit_tokens;
+    size_t n = 0;
+    laya_status s = laya_generate(ctx.get(), &gp, nullptr, 0, &n);
+    if (s != LAYA_OK) return report(ctx.error(s));
+    std::string text(n + 1, '\0');
+    if ((s = laya_result_text(ctx.get(), text.data(), text.size(), &n)) != LAYA_OK)
+      return report(ctx.error(s));
+    text.resize(n);
+    laya_generation g = laya_generation_init();
+    if ((s = laya_result_generation(ctx.get(), &g)) != LAYA_OK) return report(ctx.error(s));
+    const DecodeProfile dprof = decode_profile(prof, g);
+    const PrefillProfile pprof = prefill_profile(prof, g);
+    const int64_t prefilled = static_cast<int64_t>(g.n_prompt_ids) - g.prefix_hit_tokens;
     if (json) {
       // Milliseconds and tokens per second to 0.1.
       auto num1 = [](double v) { return json::Value::number(std::round(v * 10.0) / 10.0); };
       json::Value t = json::Value::object();
-      t.set("load_ms", num1(stats.load_ms));
-      t.set("prefill_ms", num1(stats.prefill_end_ms));
-      t.set("first_token_ms", num1(stats.first_token_ms));
-      t.set("total_ms", num1(total_ms));
-      t.set("prompt_tokens", json::Value::integer(stats.prompt_tokens));
-      t.set("tokens", json::Value::integer(static_cast<int64_t>(ids.size())));
-      t.set("prefill_chunks", json::Value::integer(stats.prefill_steps));
-      t.set("decode_tokens_per_s", num1(stats.decode_tokens_per_s()));
-      if (pc != nullptr) {
-        const runtime::PrefixCacheStats& ps = pc->stats();
+      t.set("load_ms", num1(g.load_ms));
+      t.set("prefill_ms", num1(g.prefill_ms));
+      t.set("first_token_ms", num1(g.first_token_ms));
+      t.set("total_ms", num1(g.total_ms));
+      t.set("prompt_tokens", json::Value::integer(static_cast<int64_t>(g.n_prompt_ids)));
+      t.set("tokens", json::Value::integer(static_cast<int64_t>(g.n_ids)));
+      t.set("prefill_chunks", json::Value::integer(g.prefill_chunks));
+      t.set("decode_tokens_per_s", num1(g.decode_tokens_per_s));
+      if (prefix_cache) {
         json::Value c = json::Value::object();
-        c.set("hit_tokens", json::Value::integer(stats.prefix_hit_tokens));
-        c.set("block_tokens", json::Value::integer(pc->block_tokens()));
-        c.set("lookups", json::Value::integer(ps.lookups));
-        c.set("hits", json::Value::integer(ps.hits));
-        c.set("misses", json::Value::integer(ps.misses));
-        c.set("evictions", json::Value::integer(ps.evictions));
-        c.set("cached_tokens", json::Value::integer(ps.cached_tokens));
+        c.set("hit_tokens", json::Value::integer(g.prefix_hit_tokens));
+        c.set("block_tokens", json::Value::integer(g.prefix_block_tokens));
+        c.set("lookups", json::Value::integer(g.prefix_lookups));
+        c.set("hits", json::Value::integer(g.prefix_hits));
+        c.set("misses", json::Value::integer(g.prefix_misses));
+        c.set("evictions", json::Value::integer(g.prefix_evictions));
+        c.set("cached_tokens", json::Value::integer(g.prefix_cached_tokens));
         t.set("prefix_cache", std::move(c));
       }
       if (profile) {
         json::Value dp = json::Value::object();
-        dp.set("steps", json::Value::integer(stats.decode_steps));
-        dp.set("token", json::Value::number(prof.token));
-        dp.set("execute", json::Value::number(prof.execute));
-        dp.set("nodes", json::Value::number(prof.nodes));
-        dp.set("runner", json::Value::number(prof.runner));
-        dp.set("pick", json::Value::number(prof.pick));
-        dp.set("other", json::Value::number(prof.other));
-        dp.set("ops", json_ops(prof.ops));
+        dp.set("steps", json::Value::integer(g.decode_steps));
+        dp.set("token", json::Value::number(dprof.token));
+        dp.set("execute", json::Value::number(dprof.execute));
+        dp.set("nodes", json::Value::number(dprof.nodes));
+        dp.set("runner", json::Value::number(dprof.runner));
+        dp.set("pick", json::Value::number(dprof.pick));
+        dp.set("other", json::Value::number(dprof.other));
+        dp.set("ops", json_ops(dprof.ops));
         t.set("decode_profile", std::move(dp));
         json::Value pp = json::Value::object();
         pp.set("tokens", json::Value::integer(prefilled));
-        pp.set("chunks", json::Value::integer(stats.prefill_steps));
+        pp.set("chunks", json::Value::integer(g.prefill_chunks));
         pp.set("prefill", json::Value::number(pprof.prefill));
         pp.set("execute", json::Value::number(pprof.execute));
         pp.set("nodes", json::Value::number(pprof.nodes));
@@ -620,65 +516,99 @@ int cmd_generate(int argc, char** argv) {
         t.set("prefill_profile", std::move(pp));
       }
       json::Value out = json::Value::object();
-      out.set("prompt_ids", json_ids(prompt));
-      out.set("ids", json_ids(ids));
+      out.set("prompt_ids", json_ids(g.prompt_ids, g.n_prompt_ids));
+      out.set("ids", json_ids(g.ids, g.n_ids));
       out.set("text", json::Value::string(text));
-      out.set("finish_reason", json::Value::string(finish));
+      out.set("finish_reason", json::Value::string(g.finish_reason));
       out.set("timings", std::move(t));
       print_json(out);
       std::fflush(stdout);
       continue;
     }
     std::printf("model: %s (load + import + pack %.1f ms; kernels %s)\n", common.model.c_str(),
-                stats.load_ms, kernels_label(common.kernels).c_str());
-    std::printf("prompt ids (%zu): %s\n", prompt.size(), id_list(prompt).c_str());
+                g.load_ms, kernels_label(common.kernels).c_str());
+    std::printf("prompt ids (%zu): %s\n", g.n_prompt_ids,
+                id_list(g.prompt_ids, g.n_prompt_ids).c_str());
     std::string how = "greedy";
-    if (!sampler->greedy()) {
+    if (sampling_given && sampling.temperature > 0) {
       char buf[160];
       std::snprintf(buf, sizeof(buf), "sampled: temperature %g, top-k %d, top-p %g, seed %llu",
-                    static_cast<double>(sc.temperature), sc.top_k, static_cast<double>(sc.top_p),
-                    static_cast<unsigned long long>(sc.seed));
+                    static_cast<double>(sampling.temperature), sampling.top_k,
+                    static_cast<double>(sampling.top_p),
+                    static_cast<unsigned long long>(sampling.seed));
       how = buf;
     }
-    std::printf("generated ids (%zu, %s): %s\n", ids.size(), how.c_str(), id_list(ids).c_str());
-    if (d.tokenizer != nullptr) std::printf("text: %s\n", text.c_str());
+    std::printf("generated ids (%zu, %s): %s\n", g.n_ids, how.c_str(),
+                id_list(g.ids, g.n_ids).c_str());
+    std::printf("text: %s\n", text.c_str());
     std::printf(
-        "time: prefill %.1f ms (%lld tokens, %lld chunk(s) of <= %lld), first token %.1f ms, "
+        "time: prefill %.1f ms (%zu tokens, %lld chunk(s) of <= %lld), first token %.1f ms, "
         "%.1f ms in all; decode %.1f tokens/s over %zu step(s)\n",
-        stats.prefill_end_ms, static_cast<long long>(stats.prompt_tokens),
-        static_cast<long long>(stats.prefill_steps), static_cast<long long>(d.run.runner->chunk()),
-        stats.first_token_ms, total_ms, stats.decode_tokens_per_s(),
-        ids.empty() ? size_t{0} : ids.size() - 1);
-    if (pc != nullptr)
+        g.prefill_ms, g.n_prompt_ids, static_cast<long long>(g.prefill_chunks),
+        static_cast<long long>(ctx.limits().chunk), g.first_token_ms, g.total_ms,
+        g.decode_tokens_per_s, g.n_ids == 0 ? size_t{0} : g.n_ids - 1);
+    if (prefix_cache)
       std::printf(
-          "prefix cache: %lld of %lld prompt tokens reused (blocks of %lld; %lld hit(s), "
+          "prefix cache: %lld of %zu prompt tokens reused (blocks of %lld; %lld hit(s), "
           "%lld miss(es) in this process)\n",
-          static_cast<long long>(stats.prefix_hit_tokens),
-          static_cast<long long>(stats.prompt_tokens), static_cast<long long>(pc->block_tokens()),
-          static_cast<long long>(pc->stats().hits), static_cast<long long>(pc->stats().misses));
+          static_cast<long long>(g.prefix_hit_tokens), g.n_prompt_ids,
+          static_cast<long long>(g.prefix_block_tokens), static_cast<long long>(g.prefix_hits),
+          static_cast<long long>(g.prefix_misses));
     if (profile) {
       std::printf("prefill profile (measured, ms over %lld prompt token(s) in %lld chunk(s)):\n",
-                  static_cast<long long>(prefilled), static_cast<long long>(stats.prefill_steps));
+                  static_cast<long long>(prefilled), static_cast<long long>(g.prefill_chunks));
       print_profile(pprof.ops,
                     {{"(execute outside nodes)", pprof.execute - pprof.nodes},
                      {"(runner: cells, reshape)", pprof.other},
                      {"prefill", pprof.prefill}},
                     pprof.prefill);
     }
-    if (profile && stats.decode_steps > 0) {
+    if (profile && g.decode_steps > 0) {
       std::printf("decode profile (measured, ms per token over %lld decode step(s)):\n",
-                  static_cast<long long>(stats.decode_steps));
-      print_profile(prof.ops,
-                    {{"(execute outside nodes)", prof.execute - prof.nodes},
-                     {"(runner: cells, reshape)", prof.runner},
-                     {"(pick)", prof.pick},
-                     {"(other)", prof.other},
-                     {"token", prof.token}},
-                    prof.token);
+                  static_cast<long long>(g.decode_steps));
+      print_profile(dprof.ops,
+                    {{"(execute outside nodes)", dprof.execute - dprof.nodes},
+                     {"(runner: cells, reshape)", dprof.runner},
+                     {"(pick)", dprof.pick},
+                     {"(other)", dprof.other},
+                     {"token", dprof.token}},
+                    dprof.token);
     }
   }
   return 0;
 }
+
+namespace {
+
+// laya_score's callback: the top-K of each position (or the last one's).
+struct TopK {
+  int64_t k = 5;
+  bool last_only = false;
+  size_t n = 0;
+  std::vector<int32_t> order;
+  json::Value positions = json::Value::array();
+  static void on_logits(void* user, size_t position, const float* row, size_t vocab) {
+    TopK& t = *static_cast<TopK*>(user);
+    if (t.last_only && position + 1 < t.n) return;
+    const int64_t k = std::min<int64_t>(t.k, static_cast<int64_t>(vocab));
+    t.order.resize(vocab);
+    std::iota(t.order.begin(), t.order.end(), 0);
+    std::partial_sort(
+        t.order.begin(), t.order.begin() + k, t.order.end(),
+        [row](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    json::Value top_ids = json::Value::array(), top_logits = json::Value::array();
+    for (int64_t j = 0; j < k; ++j) {
+      top_ids.push(json::Value::integer(t.order[static_cast<size_t>(j)]));
+      top_logits.push(json::Value::number(row[t.order[static_cast<size_t>(j)]]));
+    }
+    json::Value pos = json::Value::object();
+    pos.set("top_ids", std::move(top_ids));
+    pos.set("top_logits", std::move(top_logits));
+    t.positions.push(std::move(pos));
+  }
+};
+
+}  // namespace
 
 int cmd_score(int argc, char** argv) {
   DecoderOptions common;
@@ -702,8 +632,7 @@ int cmd_score(int argc, char** argv) {
   if (ids_file.empty()) return usage_error("score needs --ids-file F.json", kScoreUsage);
   if (top > 1000 && !last_only)
     return usage_error("--top above 1000 needs --last (one position)", kScoreUsage);
-  runtime::SessionOptions so;
-  const std::string err = common.session_options(&so);
+  const std::string err = common.check();
   if (!err.empty()) return usage_error(err, kScoreUsage);
 
   Result<std::string> text = read_request_file(ids_file);
@@ -724,41 +653,28 @@ int cmd_score(int argc, char** argv) {
     ids.push_back(static_cast<int32_t>(*x));
   }
 
-  Decoder d;
-  d.kv_type = common.kv_type;
-  Status st = d.open(common.model);
-  if (!st.is_ok()) return fail(st);
-  st = d.start(so, common.chunk, static_cast<int64_t>(ids.size()), Clock::now());
-  if (!st.is_ok()) return fail(st);
-  const int64_t vocab = d.run.runner->vocab();
-  const int64_t k = std::min<int64_t>(top, vocab);
-  std::vector<int32_t> order(static_cast<size_t>(vocab));
-  json::Value positions = json::Value::array();
-  const size_t chunk = static_cast<size_t>(d.run.runner->chunk());
-  for (size_t at = 0; at < ids.size(); at += chunk) {
-    const size_t n = std::min(chunk, ids.size() - at);
-    st = d.run.runner->step(0, std::span(ids).subspan(at, n));
-    if (!st.is_ok()) return fail(st);
-    for (size_t i = 0; i < n; ++i) {
-      if (last_only && at + i + 1 < ids.size()) continue;
-      const float* row = d.run.runner->logits().data() + i * static_cast<size_t>(vocab);
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {
-        return row[a] > row[b] || (row[a] == row[b] && a < b);
-      });
-      json::Value top_ids = json::Value::array(), top_logits = json::Value::array();
-      for (int64_t j = 0; j < k; ++j) {
-        top_ids.push(json::Value::integer(order[static_cast<size_t>(j)]));
-        top_logits.push(json::Value::number(row[order[static_cast<size_t>(j)]]));
-      }
-      json::Value pos = json::Value::object();
-      pos.set("top_ids", std::move(top_ids));
-      pos.set("top_logits", std::move(top_logits));
-      positions.push(std::move(pos));
-    }
-  }
+  CapiModel model;
+  if (CapiError e = model.open(common.model, common.model_options()); !e.ok()) return report(e);
+  if (model.info().kind != LAYA_MODEL_DECODER)
+    return fail(
+        Status(StatusCode::kInvalidArgument,
+               common.model + " is not a decoder over a KV cache (it has no state values)"));
+  laya_context_limits lim = laya_context_default_limits();
+  lim.kv_cells = static_cast<int64_t>(ids.size());
+  lim.chunk = common.chunk;
+  lim.prefix_slots = 1;
+  lim.prefix_cache_bytes = 1;  // the smallest: scoring stores no prefix
+  CapiContext ctx;
+  if (CapiError e = ctx.create(model.get(), lim); !e.ok()) return report(e);
+  TopK t;
+  t.k = top;
+  t.last_only = last_only;
+  t.n = ids.size();
+  if (laya_status s = laya_score(ctx.get(), ids.data(), ids.size(), TopK::on_logits, &t);
+      s != LAYA_OK)
+    return report(ctx.error(s));
   json::Value out = json::Value::object();
-  out.set("positions", std::move(positions));
+  out.set("positions", std::move(t.positions));
   print_json(out);
   return 0;
 }

@@ -70,11 +70,31 @@ Decimal negated(Decimal d) {
   return d;
 }
 
+}  // namespace
+
+std::string slot_path_name(const SlotPath& path, std::span<const int64_t> items) {
+  std::string out;
+  size_t next = 0;
+  for (const SlotStep& st : path) {
+    if (st.index == kKey) {
+      if (!out.empty()) out += '.';
+      out += st.key;
+    } else if (st.index == kAnyItem) {
+      out += next < items.size() ? "[" + std::to_string(items[next++]) + "]" : "[]";
+    } else {
+      out += "[" + std::to_string(st.index) + "]";
+    }
+  }
+  return out.empty() ? "$" : out;
+}
+
+namespace {
+
 class NfaBuilder {
  public:
   NfaBuilder(const Schema& s, const AutomatonOptions& o) : schema_(s), opts_(o) {}
 
-  Result<Frag> value(int32_t node, const std::string& name);
+  Result<Frag> value(int32_t node, const SlotPath& path);
   Nfa nfa;
   std::vector<Slot> slots;
 
@@ -104,9 +124,9 @@ class NfaBuilder {
   Result<Frag> number(const SchemaNode& n);
   bool magnitudes(int32_t from, int32_t to, const Decimal& a, bool ex_a, const Decimal& b,
                   bool ex_b, int32_t max_fraction);
-  Result<Frag> array(const SchemaNode& n, const std::string& name);
-  Result<Frag> object(const SchemaNode& n, const std::string& name);
-  Frag slot(const SchemaNode& n, int32_t node, const std::string& name);
+  Result<Frag> array(const SchemaNode& n, const SlotPath& path);
+  Result<Frag> object(const SchemaNode& n, const SlotPath& path);
+  Frag slot(const SchemaNode& n, int32_t node, const SlotPath& path);
 
   const Schema& schema_;
   const AutomatonOptions& opts_;
@@ -300,14 +320,16 @@ Result<Frag> NfaBuilder::number(const SchemaNode& n) {
   return f;
 }
 
-Result<Frag> NfaBuilder::array(const SchemaNode& n, const std::string& name) {
+Result<Frag> NfaBuilder::array(const SchemaNode& n, const SlotPath& path) {
   Frag f;
   f.in = add();
   f.out = add();
   const int32_t open = add();
   edge(f.in, '[', '[', open);
   auto item_name = [&](int64_t k) {
-    return k < 0 ? name + "[]" : name + "[" + std::to_string(k) + "]";
+    SlotPath p = path;
+    p.push_back({"", k < 0 ? kAnyItem : k});
+    return p;
   };
   // after[k]: k items written.
   std::vector<int32_t> after{open};
@@ -345,7 +367,7 @@ Result<Frag> NfaBuilder::array(const SchemaNode& n, const std::string& name) {
   return f;
 }
 
-Result<Frag> NfaBuilder::object(const SchemaNode& n, const std::string& name) {
+Result<Frag> NfaBuilder::object(const SchemaNode& n, const SlotPath& path) {
   Frag f;
   f.in = add();
   f.out = add();
@@ -366,8 +388,9 @@ Result<Frag> NfaBuilder::object(const SchemaNode& n, const std::string& name) {
     eps(sep.out, key_at);
     const Frag key = literal(json::dump(json::Value::string(prop.name)) + ": ");
     eps(key_at, key.in);
-    LAYA_ASSIGN_OR_RETURN(Frag v,
-                          value(prop.node, name.empty() ? prop.name : name + "." + prop.name));
+    SlotPath member = path;
+    member.push_back({prop.name, kKey});
+    LAYA_ASSIGN_OR_RETURN(Frag v, value(prop.node, member));
     eps(key.out, v.in);
     eps(v.out, p[i + 1][1]);
   }
@@ -376,9 +399,10 @@ Result<Frag> NfaBuilder::object(const SchemaNode& n, const std::string& name) {
   return f;
 }
 
-Frag NfaBuilder::slot(const SchemaNode& n, int32_t node, const std::string& name) {
+Frag NfaBuilder::slot(const SchemaNode& n, int32_t node, const SlotPath& path) {
   Slot s;
-  s.name = name.empty() ? "$" : name;
+  s.path = path;
+  s.name = slot_path_name(path, {});
   s.node = node;
   if (n.kind == NodeKind::kBoolean) {
     s.values = {json::Value::boolean(true), json::Value::boolean(false)};
@@ -416,10 +440,10 @@ Frag NfaBuilder::slot(const SchemaNode& n, int32_t node, const std::string& name
   return f;
 }
 
-Result<Frag> NfaBuilder::value(int32_t node, const std::string& name) {
+Result<Frag> NfaBuilder::value(int32_t node, const SlotPath& path) {
   const SchemaNode& n = schema_.nodes[static_cast<size_t>(node)];
   if (full()) return too_large(n);
-  if (n.kind == NodeKind::kEnum || n.kind == NodeKind::kBoolean) return slot(n, node, name);
+  if (n.kind == NodeKind::kEnum || n.kind == NodeKind::kBoolean) return slot(n, node, path);
   Frag inner;
   switch (n.kind) {
     case NodeKind::kNull:
@@ -434,11 +458,11 @@ Result<Frag> NfaBuilder::value(int32_t node, const std::string& name) {
       break;
     }
     case NodeKind::kArray: {
-      LAYA_ASSIGN_OR_RETURN(inner, array(n, name));
+      LAYA_ASSIGN_OR_RETURN(inner, array(n, path));
       break;
     }
     case NodeKind::kObject: {
-      LAYA_ASSIGN_OR_RETURN(inner, object(n, name));
+      LAYA_ASSIGN_OR_RETURN(inner, object(n, path));
       break;
     }
     default:
@@ -649,7 +673,7 @@ Result<CharAutomaton> AutomatonBuilder::build(const Nfa& nfa, int32_t start, int
 Result<CharAutomaton> automaton_build(const Schema& schema, const AutomatonOptions& opts) {
   if (schema.nodes.empty()) return Status(StatusCode::kInvalidArgument, "empty schema");
   NfaBuilder b(schema, opts);
-  LAYA_ASSIGN_OR_RETURN(Frag root, b.value(schema.root, ""));
+  LAYA_ASSIGN_OR_RETURN(Frag root, b.value(schema.root, {}));
   return AutomatonBuilder::build(b.nfa, root.in, root.out, std::move(b.slots), opts);
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,25 @@ namespace laya::grammar {
 
 inline constexpr int32_t kDeadState = -1;
 
+// One step of the way from the root to a value: a member key, an item index, or any item (an
+// array without maxItems: every item from the unrolled ones on shares one fragment).
+inline constexpr int64_t kKey = -2;
+inline constexpr int64_t kAnyItem = -1;
+struct SlotStep {
+  std::string key;       // kKey steps
+  int64_t index = kKey;  // >= 0: that item; kAnyItem; kKey: a member
+};
+using SlotPath = std::vector<SlotStep>;
+
+// The dotted name of a path: "action", "rooms[1].mode", "$" for the root. A kAnyItem step takes
+// the next of `items` (the item indices of the enclosing any-item arrays, outer first), or is
+// written "[]" when they run out.
+std::string slot_path_name(const SlotPath& path, std::span<const int64_t> items);
+
 // An enum / boolean value position (one per array item when the array is unrolled).
 struct Slot {
-  // Where the value sits in the instance: "action", "rooms[1].mode", "tags[]" (an item of an
-  // array without maxItems: every item shares one slot), "$" for a root value.
+  SlotPath path;
+  // slot_path_name(path, {}): "action", "rooms[1].mode", "tags[]", "$" for a root value.
   std::string name;
   int32_t node = -1;                // the schema node (kEnum or kBoolean)
   std::vector<std::string> texts;   // option texts, in schema order (true before false)
