@@ -1,7 +1,5 @@
 #include "ir/arena.h"
 
-#include <cstdlib>
-
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #define LAYA_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
@@ -29,20 +27,6 @@ Scope::~Scope() {
   t_current = prev_;
 }
 
-void* heap_allocate(size_t n, size_t align) noexcept {
-  if (align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator new(n == 0 ? 1 : n);
-  return ::operator new(n == 0 ? 1 : n, std::align_val_t(align));
-}
-
-void heap_deallocate(void* p, size_t n, size_t align) noexcept {
-  (void)n;
-  if (p == nullptr) return;
-  if (align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__)
-    ::operator delete(p);
-  else
-    ::operator delete(p, std::align_val_t(align));
-}
-
 Arena::~Arena() {
   if (base_ != nullptr) LAYA_UNPOISON(base_, size_);  // the memory goes back to its owner
 }
@@ -54,7 +38,7 @@ struct Arena::Header {
   size_t start;  // offset where the block's header (and alignment padding) begins
   size_t prev;   // data offset of the block below (kNone: none)
   size_t freed;  // 1 once deallocated (given back when it reaches the top)
-  size_t pad_;
+  size_t size;   // the block's bytes
 };
 
 namespace {
@@ -88,24 +72,22 @@ void* Arena::allocate(size_t n, size_t align) noexcept {
     h->start = top_;
     h->prev = last_;
     h->freed = 0;
+    h->size = n;
     last_ = data;
     top_ = data + n;
     if (top_ > high_) high_ = top_;
     return base_ + data;
   }
   ++overflows_;
-  return heap_allocate(n, align);
+  return nullptr;
 }
 
-void Arena::deallocate(void* p, size_t n, size_t align) noexcept {
-  if (p == nullptr) return;
-  if (!owns(p)) {
-    heap_deallocate(p, n, align);
-    return;
-  }
+void Arena::deallocate(void* p) noexcept {
+  if (p == nullptr || !owns(p)) return;
   const size_t off = static_cast<size_t>(static_cast<char*>(p) - base_);
-  LAYA_POISON(static_cast<char*>(p), n);
-  header(off)->freed = 1;
+  Header* h = header(off);
+  LAYA_POISON(static_cast<char*>(p), h->size);
+  h->freed = 1;
   // Give back the top block and every freed block right below it.
   while (last_ != kNone && header(last_)->freed) {
     const Header* h = header(last_);

@@ -1,13 +1,13 @@
-// The per-call memory of a decision: a caller-owned byte range from which every container the
-// decision path makes is served, so that a decision touches no heap once its context exists.
+// The per-call memory of a decision: a caller-owned byte range from which every allocation the
+// library makes during a call is served, so that a decision touches no heap once its context
+// exists.
 //
 //   mem::Arena arena(region, bytes);      // the caller's memory (a context's work region)
 //   {
-//     mem::Scope scope(&arena);           // this thread's mem:: containers now come from it
-//     mem::vector<int32_t> ids;           // ... parse, tokenize, build rows, answer, write JSON
-//     ...                                 // every such container is destroyed before reset()
-//   }
-//   arena.reset();                        // the next call starts from the front again
+//     mem::Scope scope(&arena);           // this thread's library allocations now come from it
+//     ... parse, tokenize, build rows, answer, write JSON ...
+//   }                                     // everything made in the call is destroyed by then,
+//   arena.reset();                        // or at the start of the next call, under its Scope
 //
 // Hand-out: a stack of blocks, front to back, each behind a 32-byte header. Blocks may be freed
 // in any order: freeing the top block gives back its bytes and those of every freed block right
@@ -17,11 +17,17 @@
 // not fit goes to the heap and is counted (overflows()); a context is sized so that requests
 // within its limits never overflow (tests/runtime/test_capi_alloc.cpp counts zero heap calls).
 //
-// Which arena: a container takes the arena of the thread's innermost Scope when it is made (its
-// allocator keeps it: moving the container keeps it too, copying it takes the copier's), or the
-// heap when no Scope is active. A Scope is set by the library's entry points (runtime/capi) for
-// the duration of one call and restored when it ends: the only per-thread state of the library.
-// Objects that outlive a call (a model's caches) are made under Scope(nullptr), i.e. on the heap.
+// How allocations get here: the installed library (liblaya.so / liblaya.a, runtime/capi) is linked
+// with its own references to operator new / delete wrapped (ld --wrap: runtime/capi/heap.cpp): a
+// call to operator new from the library's code takes the thread's innermost Scope's arena, or the
+// heap when no Scope is active; operator delete gives a block back to the arena that owns it, else
+// to the heap. The application's own operator new is never wrapped. A Scope is set by
+// decision::Context for the duration of each call: the only per-thread state of the library.
+// Rules that follow: nothing made during a call may outlive it (results live until the next call
+// on the context and are destroyed under its Scope); objects that outlive calls but are made
+// during one (a model's compiled schema grammars) are made under Scope(nullptr), i.e. on the heap.
+// The in-tree tools and tests that link the internal static libraries are not wrapped: there a
+// Scope changes nothing.
 //
 // Under AddressSanitizer the bytes not handed out are poisoned, so a container used after its
 // arena was reset is reported as a use-after-poison.
@@ -31,11 +37,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
 
 namespace laya::mem {
 
@@ -50,10 +51,11 @@ class Arena {
   Arena& operator=(const Arena&) = delete;
 
   void init(void* data, size_t bytes) noexcept;
-  // `n` bytes aligned to `align` (a power of two): from the region, else from the heap (counted).
+  // `n` bytes aligned to `align` (a power of two) from the region, or null (counted in
+  // overflows()) when they do not fit: the caller takes them from the heap instead.
   void* allocate(size_t n, size_t align) noexcept;
-  // Returns a block from allocate(n, align) with the same n and align.
-  void deallocate(void* p, size_t n, size_t align) noexcept;
+  // Gives back a block allocate() returned (owns(p)).
+  void deallocate(void* p) noexcept;
   // Hands the whole region out again. Precondition: nothing allocated from it is used any more.
   void reset() noexcept;
 
@@ -62,7 +64,7 @@ class Arena {
   size_t used() const { return top_; }
   // The largest `used()` since init (over every call).
   size_t high_water() const { return high_; }
-  // Allocations that did not fit and went to the heap, since init.
+  // Allocations that did not fit (and went to the heap), since init.
   uint64_t overflows() const { return overflows_; }
 
  private:
@@ -90,66 +92,5 @@ class Scope {
  private:
   Arena* prev_;
 };
-
-// Heap blocks when no arena is given (the same alignment rule both ways).
-void* heap_allocate(size_t n, size_t align) noexcept;
-void heap_deallocate(void* p, size_t n, size_t align) noexcept;
-
-// A standard allocator over an Arena (or the heap): see the top of this file for which one.
-template <class T>
-class Allocator {
- public:
-  using value_type = T;
-  using propagate_on_container_move_assignment = std::true_type;
-  using propagate_on_container_swap = std::true_type;
-  using propagate_on_container_copy_assignment = std::false_type;
-  using is_always_equal = std::false_type;
-
-  Allocator() noexcept : arena_(current()) {}
-  explicit Allocator(Arena* a) noexcept : arena_(a) {}
-  template <class U>
-  Allocator(const Allocator<U>& o) noexcept : arena_(o.arena()) {}  // NOLINT: rebinding
-
-  // n <= max_size() (the containers check it first), so n * sizeof(T) does not overflow.
-  T* allocate(size_t n) {
-    const size_t bytes = n * sizeof(T);
-    void* p =
-        arena_ != nullptr ? arena_->allocate(bytes, alignof(T)) : heap_allocate(bytes, alignof(T));
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) noexcept {
-    if (arena_ != nullptr)
-      arena_->deallocate(p, n * sizeof(T), alignof(T));
-    else
-      heap_deallocate(p, n * sizeof(T), alignof(T));
-  }
-  // A copy of a container takes the arena of the code that copies it.
-  Allocator select_on_container_copy_construction() const noexcept { return Allocator(); }
-  Arena* arena() const noexcept { return arena_; }
-
-  template <class U>
-  bool operator==(const Allocator<U>& o) const noexcept {
-    return arena_ == o.arena();
-  }
-  template <class U>
-  bool operator!=(const Allocator<U>& o) const noexcept {
-    return arena_ != o.arena();
-  }
-
- private:
-  Arena* arena_;
-};
-
-template <class T>
-using vector = std::vector<T, Allocator<T>>;
-using string = std::basic_string<char, std::char_traits<char>, Allocator<char>>;
-
-// std::string_view of a mem::string (and the reverse) without a temporary std::string.
-inline std::string_view view(const string& s) {
-  return {s.data(), s.size()};
-}
-inline string make_string(std::string_view s) {
-  return string(s.data(), s.size());
-}
 
 }  // namespace laya::mem

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstddef>
 #include <new>
 
@@ -13,14 +15,17 @@ extern "C" int laya_tbbmalloc_shim_present();
 namespace laya::test::alloc_hook {
 namespace {
 std::atomic<bool> g_counting{false};
+// LAYA_ALLOC_TRAP=1: a counted call raises SIGTRAP (run the test under gdb to see where it is).
+std::atomic<bool> g_trap{false};
 std::atomic<long> g_calls{0};
 std::atomic<long> g_first_tid{0};
 }  // namespace
 
 inline void note() {
-  if (g_counting.load(std::memory_order_relaxed) &&
-      g_calls.fetch_add(1, std::memory_order_relaxed) == 0)
+  if (!g_counting.load(std::memory_order_relaxed)) return;
+  if (g_calls.fetch_add(1, std::memory_order_relaxed) == 0)
     g_first_tid.store(static_cast<long>(syscall(SYS_gettid)));
+  if (g_trap.load(std::memory_order_relaxed)) raise(SIGTRAP);
 }
 
 long first_thread() {
@@ -28,6 +33,8 @@ long first_thread() {
 }
 
 void start() {
+  const char* trap = getenv("LAYA_ALLOC_TRAP");
+  g_trap.store(trap != nullptr && trap[0] == '1');
   g_calls.store(0);
   g_first_tid.store(0);
   g_counting.store(true);

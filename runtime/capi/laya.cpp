@@ -14,6 +14,7 @@
 #include "ir/status.h"
 #include "runtime/decisions/context.h"
 #include "runtime/decisions/model.h"
+#include "runtime/text/json.h"
 
 using laya::Status;
 using laya::StatusCode;
@@ -436,21 +437,23 @@ laya_status laya_decide(laya_context* ctx, const char* body, size_t body_len, ch
 laya_status laya_decide_batch(laya_context* ctx, laya_batch_item* items, size_t n, char* out,
                               size_t out_capacity, size_t* out_len) {
   if (ctx == nullptr || (items == nullptr && n > 0)) return LAYA_E_INVALID_ARGUMENT;
-  d::Context* c = ctx_of(ctx);
-  std::vector<std::string_view> bodies(n);
-  std::vector<Status> statuses(n);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i)
     if (items[i].body == nullptr && items[i].body_len > 0) return LAYA_E_INVALID_ARGUMENT;
-    bodies[i] = std::string_view(items[i].body != nullptr ? items[i].body : "", items[i].body_len);
-  }
-  const Status st = c->decide_batch(bodies, statuses);
+  d::Context* c = ctx_of(ctx);
+  const Status st = c->decide_batch(
+      n,
+      [](const void* it, size_t i) {
+        const laya_batch_item& b = static_cast<const laya_batch_item*>(it)[i];
+        return std::string_view(b.body != nullptr ? b.body : "", b.body_len);
+      },
+      items);
   if (!st.is_ok()) {
     if (out_len != nullptr) *out_len = 0;
     return to_status(st.code());
   }
   size_t need = 0;
   for (size_t i = 0; i < n; ++i) {
-    items[i].status = to_status(statuses[i].code());
+    items[i].status = to_status(c->status_of(i).code());
     items[i].json_offset = need;
     items[i].json_len = c->json_of(i).size();
     need += items[i].json_len + 1;
@@ -547,6 +550,19 @@ laya_status laya_result_option(const laya_context* ctx, size_t question, size_t 
   return LAYA_OK;
 }
 
+laya_status laya_model_compile_schema(const laya_model* model, const char* schema,
+                                      size_t schema_len, laya_error* err) {
+  if (model == nullptr || (schema == nullptr && schema_len > 0))
+    return fail(err, LAYA_E_INVALID_ARGUMENT, "model or schema is NULL");
+  laya::Result<laya::json::Value> v = laya::json::parse(
+      std::string_view(schema != nullptr ? schema : "", schema_len), {}, "schema");
+  if (!v.is_ok()) return fail(err, LAYA_E_INVALID_ARGUMENT, v.status().message());
+  laya::Result<std::shared_ptr<const laya::grammar::TokenAutomaton>> a =
+      model->model->automaton(*v);
+  if (!a.is_ok()) return fail(err, a.status());
+  return ok(err);
+}
+
 laya_status laya_decide_schema(laya_context* ctx, const laya_schema_request* req, char* out,
                                size_t out_capacity, size_t* out_len) {
   if (ctx == nullptr) return LAYA_E_INVALID_ARGUMENT;
@@ -634,16 +650,19 @@ laya_status laya_generate(laya_context* ctx, const laya_generate_params* p, char
   if ((p->messages == nullptr && p->n_messages > 0) ||
       (p->prompt_ids == nullptr && p->n_prompt_ids > 0))
     return LAYA_E_INVALID_ARGUMENT;
-  std::vector<laya::ChatMessage> messages;
+  // The messages as (role, content) views, on the stack: nothing is allocated out of the call.
+  constexpr size_t kMaxMessages = 64;
+  if (p->n_messages > kMaxMessages) return LAYA_E_INVALID_ARGUMENT;
+  std::pair<std::string_view, std::string_view> messages[kMaxMessages];
   for (size_t i = 0; i < p->n_messages; ++i) {
     if (p->messages[i].role == nullptr || p->messages[i].content == nullptr)
       return LAYA_E_INVALID_ARGUMENT;
-    messages.push_back({p->messages[i].role, p->messages[i].content});
+    messages[i] = {p->messages[i].role, p->messages[i].content};
   }
   TokenBridge bridge{p};
   d::GenerateParams g;
   if (p->prompt != nullptr) g.prompt = p->prompt;
-  g.messages = messages;
+  g.messages = std::span(messages, p->n_messages);
   g.prompt_ids = std::span<const int32_t>(p->prompt_ids, p->n_prompt_ids);
   g.max_tokens = p->max_tokens;
   g.sampler = sampler_of(p->sampling);
@@ -721,10 +740,10 @@ laya_status laya_tokenize(laya_context* ctx, const char* text, size_t text_len, 
                           int32_t* ids, size_t capacity, size_t* n_ids) {
   if (ctx == nullptr || (text == nullptr && text_len > 0)) return LAYA_E_INVALID_ARGUMENT;
   d::Context* c = ctx_of(ctx);
-  std::vector<int32_t>& out = c->token_buffer();
   const Status st =
-      c->tokenize(std::string_view(text != nullptr ? text : "", text_len), add_special != 0, &out);
+      c->tokenize(std::string_view(text != nullptr ? text : "", text_len), add_special != 0);
   if (!st.is_ok()) return to_status(st.code());
+  const std::vector<int32_t>& out = c->tokens();
   if (n_ids != nullptr) *n_ids = out.size();
   if (ids == nullptr) return LAYA_OK;
   if (capacity < out.size()) return LAYA_E_BUFFER_TOO_SMALL;
@@ -736,10 +755,9 @@ laya_status laya_detokenize(laya_context* ctx, const int32_t* ids, size_t n_ids,
                             int32_t skip_special, char* out, size_t out_capacity, size_t* out_len) {
   if (ctx == nullptr || (ids == nullptr && n_ids > 0)) return LAYA_E_INVALID_ARGUMENT;
   d::Context* c = ctx_of(ctx);
-  std::string& text = c->text_buffer();
-  const Status st = c->detokenize(std::span<const int32_t>(ids, n_ids), skip_special != 0, &text);
+  const Status st = c->detokenize(std::span<const int32_t>(ids, n_ids), skip_special != 0);
   if (!st.is_ok()) return to_status(st.code());
-  return copy_out(text, out, out_capacity, out_len);
+  return copy_out(c->text(), out, out_capacity, out_len);
 }
 
 }  // extern "C"

@@ -87,6 +87,33 @@ const char* region_name(Region r) {
   return "?";
 }
 
+// Everything a call makes and the accessors read: made in the arena at the call's start,
+// destroyed at the next call's start (or at destroy), under the arena's Scope.
+struct Context::Call {
+  std::string json;
+  std::vector<std::string> batch_json;
+  std::vector<Status> batch_status;
+  DecisionOutput out;
+  runtime::DecoderOutput dec_out;
+  GenerateOutput gen;
+  std::vector<std::vector<std::string>> labels;
+  std::vector<std::string> decision_texts;
+  std::vector<std::vector<std::vector<const char*>>> field_options;
+  std::vector<int32_t> tokens;
+  std::string text;
+};
+
+// A public call's scope: the arena and the tokenizer workspace bound to this thread, the last
+// call's results dropped.
+class Context::CallScope {
+ public:
+  explicit CallScope(Context* c) : mem_(&c->arena_), ws_(c->ws_.get()) { c->begin(); }
+
+ private:
+  mem::Scope mem_;
+  tok::WorkspaceScope ws_;
+};
+
 namespace {
 
 // Everything a context of these limits prepares, without the memory: the session options and the
@@ -208,6 +235,13 @@ void Context::destroy(Context* c) {
 }
 
 Context::~Context() {
+  {
+    // The last call's results and the tokenizer's buffers live in the arena.
+    mem::Scope scope(&arena_);
+    delete call_;
+    call_ = nullptr;
+    if (ws_) ws_->release();
+  }
   // The borrowers first: the decider and the prefix cache use the KV cache and the runner, the
   // runner the session and the cache.
   decider_.reset();
@@ -233,6 +267,12 @@ Status Context::init(const ContextLimits& l, std::span<const runtime::MemoryRegi
   uint8_t* io = work + round_up(sizeof(Context), kAlign);
   uint8_t* arena = io + round_up(p.io_bytes, kAlign);
   arena_.init(arena, l.arena_bytes);
+  ws_ = std::make_unique<tok::Workspace>();
+  {
+    mem::Scope scope(&arena_);
+    ws_->release();  // the buffers are made in each call's arena
+    call_ = new Call();
+  }
   if (m.kind() == ModelKind::kEncoder) {
     LAYA_ASSIGN_OR_RETURN(EncoderContract c, encoder_graph_contract(m.graph()));
     net_ = std::make_unique<EncoderNetwork>(*session_, c, l.max_tokens, l.max_rows, l.max_options,
@@ -261,100 +301,120 @@ Status Context::init(const ContextLimits& l, std::span<const runtime::MemoryRegi
   return Status::ok();
 }
 
-Status Context::begin() {
+void Context::begin() {
   ++calls_;
-  labels_.clear();
-  decision_texts_.clear();
-  field_options_.clear();
-  json_.clear();
-  batch_json_.clear();
-  out_ = DecisionOutput();
-  dec_out_ = runtime::DecoderOutput();
-  gen_ = GenerateOutput();
-  error_.clear();
+  error_[0] = '\0';
+  delete call_;
+  ws_->release();
   arena_.reset();
-  return Status::ok();
+  call_ = new Call();
+  ws_->reset();
+}
+
+std::string_view Context::json() const {
+  return call_->json;
+}
+const DecisionOutput& Context::output() const {
+  return call_->out;
+}
+const runtime::DecoderOutput& Context::decoder_output() const {
+  return call_->dec_out;
+}
+const GenerateOutput& Context::generate_output() const {
+  return call_->gen;
+}
+const std::vector<std::vector<std::string>>& Context::option_labels() const {
+  return call_->labels;
+}
+const std::vector<int32_t>& Context::tokens() const {
+  return call_->tokens;
+}
+const std::string& Context::text() const {
+  return call_->text;
 }
 
 const DecisionOutput& Context::questions_output() const {
-  return model_->kind() == ModelKind::kEncoder ? out_ : dec_out_.questions;
+  return model_->kind() == ModelKind::kEncoder ? call_->out : call_->dec_out.questions;
 }
 
 Status Context::finish(const Status& st) {
-  if (st.is_ok()) {
-    // The typed view's option labels of the questions answered.
-    for (const Question& q : questions_output().questions) {
-      std::vector<std::string> keys;
-      const size_t k = q.type == QType::kChoice ? q.labels.size() : q.options.size();
-      for (size_t i = 0; i < k; ++i) {
-        if (q.type == QType::kChoice)
-          keys.push_back(label_key(q.labels[i]));
-        else if (q.type == QType::kScore)
-          keys.push_back(std::to_string(i));
-        else
-          keys.push_back(i == 0 ? "false" : "true");
-      }
-      labels_.push_back(std::move(keys));
-    }
-    for (const runtime::SchemaDecision& d : dec_out_.decisions) {
-      decision_texts_.push_back(
-          json::dump(d.decision, {.item_separator = ",", .key_separator = ":"}));
-      std::vector<std::vector<const char*>> per_field;
-      for (const runtime::FieldResult& f : d.fields) {
-        std::vector<const char*> texts;
-        for (const std::string& t : f.options) texts.push_back(t.c_str());
-        per_field.push_back(std::move(texts));
-      }
-      field_options_.push_back(std::move(per_field));
-    }
-  }
+  Call& c = *call_;
   if (!st.is_ok()) {
-    labels_.clear();
-    decision_texts_.clear();
-    field_options_.clear();
-    json_.clear();
-    batch_json_.clear();
-    out_ = DecisionOutput();
-    dec_out_ = runtime::DecoderOutput();
-    gen_ = GenerateOutput();
-    error_ = st.message();
+    c.~Call();
+    new (&c) Call();
+    std::snprintf(error_, sizeof error_, "%s", st.message());
     if (kv_ != nullptr) (void)kv_->remove(0);
+    return st;
+  }
+  // The typed view's option labels of the questions answered.
+  for (const Question& q : questions_output().questions) {
+    std::vector<std::string> keys;
+    const size_t k = q.type == QType::kChoice ? q.labels.size() : q.options.size();
+    for (size_t i = 0; i < k; ++i) {
+      if (q.type == QType::kChoice)
+        keys.push_back(label_key(q.labels[i]));
+      else if (q.type == QType::kScore)
+        keys.push_back(std::to_string(i));
+      else
+        keys.push_back(i == 0 ? "false" : "true");
+    }
+    c.labels.push_back(std::move(keys));
+  }
+  for (const runtime::SchemaDecision& d : c.dec_out.decisions) {
+    c.decision_texts.push_back(
+        json::dump(d.decision, {.item_separator = ",", .key_separator = ":"}));
+    std::vector<std::vector<const char*>> per_field;
+    for (const runtime::FieldResult& f : d.fields) {
+      std::vector<const char*> texts;
+      for (const std::string& t : f.options) texts.push_back(t.c_str());
+      per_field.push_back(std::move(texts));
+    }
+    c.field_options.push_back(std::move(per_field));
   }
   return st;
 }
 
 std::string_view Context::decision_text(size_t i) const {
-  return i < decision_texts_.size() ? std::string_view(decision_texts_[i]) : std::string_view();
+  const auto& t = call_->decision_texts;
+  return i < t.size() ? std::string_view(t[i]) : std::string_view();
 }
 
 const char* const* Context::field_options(size_t i, size_t f) const {
-  if (i >= field_options_.size() || f >= field_options_[i].size()) return nullptr;
-  return field_options_[i][f].data();
+  const auto& o = call_->field_options;
+  if (i >= o.size() || f >= o[i].size()) return nullptr;
+  return o[i][f].data();
+}
+
+const Status& Context::status_of(size_t i) const {
+  static const Status kNone(StatusCode::kInvalidArgument, "no such body in the last batch");
+  const auto& b = call_->batch_status;
+  return i < b.size() ? b[i] : kNone;
 }
 
 std::string_view Context::json_of(size_t i) const {
-  return i < batch_json_.size() ? std::string_view(batch_json_[i]) : std::string_view();
+  const auto& b = call_->batch_json;
+  return i < b.size() ? std::string_view(b[i]) : std::string_view();
 }
 
 Status Context::decide(std::string_view body) {
-  (void)begin();
+  CallScope scope(this);
   if (body.size() > layout_.limits.max_request_bytes)
     return finish(status_error(
         StatusCode::kRequestTooLarge, "request body too large (%zu bytes; this context takes %llu)",
         body.size(), static_cast<unsigned long long>(layout_.limits.max_request_bytes)));
   return finish(model_->kind() == ModelKind::kEncoder ? decide_encoder(body)
-                                                      : decide_decoder(body));
+                                                      : decide_decoder(body, sampler_));
 }
 
 Status Context::decide_encoder(std::string_view body) {
   LAYA_ASSIGN_OR_RETURN(DecisionRequest req, parse_request(body));
-  LAYA_RETURN_IF_ERROR(
-      run_decision(req, model_->encoder(), model_->specials(), model_->settings(), *net_, &out_));
-  json_ = json::dump(out_.json);
+  LAYA_RETURN_IF_ERROR(run_decision(req, model_->encoder(), model_->specials(), model_->settings(),
+                                    *net_, &call_->out));
+  call_->json = json::dump(call_->out.json);
   return Status::ok();
 }
 
-Status Context::decide_decoder(std::string_view body) {
+Status Context::decide_decoder(std::string_view body, const SamplerConfig& sampler) {
   LAYA_ASSIGN_OR_RETURN(runtime::DecoderRequest req, runtime::parse_decoder_request(body));
   Status why;
   const runtime::DecoderText* text = model_->decoder_text_or(&why);
@@ -367,46 +427,49 @@ Status Context::decide_decoder(std::string_view body) {
                         static_cast<long long>(cells.working),
                         static_cast<long long>(layout_.limits.kv_cells));
   runtime::DecoderDecideOptions opts;
-  opts.sampler = sampler_;
+  opts.sampler = sampler;
   opts.load_ms = runner_->load_ms();
-  LAYA_RETURN_IF_ERROR(decider_->decide(req, opts, &dec_out_));
-  json_ = json::dump(dec_out_.json);
+  LAYA_RETURN_IF_ERROR(decider_->decide(req, opts, &call_->dec_out));
+  call_->json = json::dump(call_->dec_out.json);
   return Status::ok();
 }
 
-Status Context::decide_batch(std::span<const std::string_view> bodies, std::span<Status> statuses) {
-  (void)begin();
-  if (statuses.size() != bodies.size())
-    return finish(Status(StatusCode::kInvalidArgument, "one status per body"));
-  if (bodies.size() > static_cast<size_t>(layout_.limits.max_batch))
+Status Context::decide_batch(size_t n, std::string_view (*body)(const void* items, size_t i),
+                             const void* items) {
+  CallScope scope(this);
+  if (n > static_cast<size_t>(layout_.limits.max_batch))
     return finish(
         status_error(StatusCode::kLimitExceeded,
-                     "%zu bodies; this context takes at most %lld at once (its max_batch)",
-                     bodies.size(), static_cast<long long>(layout_.limits.max_batch)));
-  batch_json_.assign(bodies.size(), std::string());
+                     "%zu bodies; this context takes at most %lld at once (its max_batch)", n,
+                     static_cast<long long>(layout_.limits.max_batch)));
+  Call& c = *call_;
+  c.batch_json.assign(n, std::string());
+  c.batch_status.assign(n, Status());
+  std::vector<Status>& statuses = c.batch_status;
   if (model_->kind() == ModelKind::kDecoder) {
-    for (size_t i = 0; i < bodies.size(); ++i) {
-      arena_.reset();
-      statuses[i] = decide_decoder(bodies[i]);
-      if (statuses[i].is_ok()) batch_json_[i] = json_;
+    for (size_t i = 0; i < n; ++i) {
+      statuses[i] = decide_decoder(body(items, i), sampler_);
+      if (statuses[i].is_ok()) c.batch_json[i] = std::move(c.json);
+      c.json.clear();
+      c.dec_out = runtime::DecoderOutput();
       if (kv_ != nullptr) (void)kv_->remove(0);
     }
-    json_.clear();
     return Status::ok();
   }
   // Encoders: every request parsed and its rows built, then one forward over all of them.
-  std::vector<DecisionRequest> reqs(bodies.size());
-  std::vector<PreparedDecision> preps(bodies.size());
+  std::vector<DecisionRequest> reqs(n);
+  std::vector<PreparedDecision> preps(n);
   std::vector<PreparedDecision*> ready;
-  for (size_t i = 0; i < bodies.size(); ++i) {
-    if (bodies[i].size() > layout_.limits.max_request_bytes) {
-      statuses[i] = status_error(StatusCode::kRequestTooLarge,
-                                 "request body too large (%zu bytes; this context takes %llu)",
-                                 bodies[i].size(),
-                                 static_cast<unsigned long long>(layout_.limits.max_request_bytes));
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view b = body(items, i);
+    if (b.size() > layout_.limits.max_request_bytes) {
+      statuses[i] =
+          status_error(StatusCode::kRequestTooLarge,
+                       "request body too large (%zu bytes; this context takes %llu)", b.size(),
+                       static_cast<unsigned long long>(layout_.limits.max_request_bytes));
       continue;
     }
-    Result<DecisionRequest> r = parse_request(bodies[i]);
+    Result<DecisionRequest> r = parse_request(b);
     if (!r.is_ok()) {
       statuses[i] = r.status();
       continue;
@@ -424,21 +487,21 @@ Status Context::decide_batch(std::span<const std::string_view> bodies, std::span
     return finish(st);
   }
   size_t row = 0;
-  for (size_t i = 0; i < bodies.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (!statuses[i].is_ok()) continue;
     const size_t n = preps[i].rows();
     DecisionOutput out;
     finish_decision(reqs[i], std::move(preps[i]), logits.data() + row * static_cast<size_t>(K),
                     act.data() + row * 2, K, model_->settings(), &out);
     row += n;
-    batch_json_[i] = json::dump(out.json);
+    c.batch_json[i] = json::dump(out.json);
   }
   return Status::ok();
 }
 
 Status Context::question_scores(const runtime::DecoderRequest& req,
                                 std::vector<std::vector<float>>* scores) {
-  (void)begin();
+  CallScope scope(this);
   if (model_->kind() != ModelKind::kDecoder || req.schema || req.states.empty())
     return finish(Status(StatusCode::kInvalidArgument,
                          "question scores need a decoder and a "
@@ -460,7 +523,7 @@ Status Context::question_scores(const runtime::DecoderRequest& req,
 }
 
 Status Context::explain(std::string_view body) {
-  (void)begin();
+  CallScope scope(this);
   if (model_->kind() != ModelKind::kEncoder)
     return finish(Status(StatusCode::kUnsupported, "explain is for encoder models"));
   Result<DecisionRequest> req = parse_request(body);
@@ -468,12 +531,12 @@ Status Context::explain(std::string_view body) {
   Result<Value> out =
       explain_decision(*req, model_->encoder(), model_->specials(), model_->settings(), net_.get());
   if (!out.is_ok()) return finish(out.status());
-  json_ = json::dump(*out);
+  call_->json = json::dump(*out);
   return finish(Status::ok());
 }
 
 Status Context::decide_schema(const SchemaRequestParts& r) {
-  (void)begin();
+  CallScope scope(this);
   if (model_->kind() != ModelKind::kDecoder)
     return finish(Status(StatusCode::kUnsupported, "schema decisions need a decoder model"));
   // The parts as the body they stand for, so that they are read and checked exactly as one.
@@ -494,11 +557,7 @@ Status Context::decide_schema(const SchemaRequestParts& r) {
   if (r.min_confidence >= 0)
     body += ", \"min_confidence\": " + json::python_float_repr(r.min_confidence);
   body += "}";
-  const SamplerConfig keep = sampler_;
-  sampler_ = r.sampler;
-  const Status st = decide_decoder(body);
-  sampler_ = keep;
-  return finish(st);
+  return finish(decide_decoder(body, r.sampler));
 }
 
 }  // namespace laya::decision
@@ -602,7 +661,7 @@ void Context::set_sampler(const SamplerConfig& sc) {
 }
 
 Status Context::generate(const GenerateParams& p) {
-  (void)begin();
+  CallScope scope(this);
   if (model_->kind() != ModelKind::kDecoder)
     return finish(Status(StatusCode::kUnsupported, "generation needs a decoder model"));
   const int forms = !p.prompt.empty() + !p.messages.empty() + !p.prompt_ids.empty();
@@ -618,7 +677,7 @@ Status Context::generate(const GenerateParams& p) {
     return finish(why);
   }
   SamplerConfig sc = p.sampler;
-  GenerateOutput& g = gen_;
+  GenerateOutput& g = call_->gen;
   Status st;
   if (!p.prompt.empty()) {
     tok::EncodeOptions eo;
@@ -628,7 +687,10 @@ Status Context::generate(const GenerateParams& p) {
     Status why;
     const runtime::DecoderText* chat = model_->decoder_text_or(&why);
     if (chat == nullptr) return finish(why);
-    Result<std::string> rendered = chat->chat.render(p.messages, true);
+    std::vector<ChatMessage> messages;
+    for (const auto& [role, content] : p.messages)
+      messages.push_back({std::string(role), std::string(content)});
+    Result<std::string> rendered = chat->chat.render(messages, true);
     if (!rendered.is_ok()) return finish(rendered.status());
     tok::EncodeOptions eo;
     eo.add_special_tokens = chat->add_bos;
@@ -705,7 +767,7 @@ Status Context::generate(const GenerateParams& p) {
 Status Context::score(std::span<const int32_t> ids,
                       void (*fn)(void* user, size_t position, const float* logits, size_t vocab),
                       void* user) {
-  (void)begin();
+  CallScope scope(this);
   if (model_->kind() != ModelKind::kDecoder)
     return finish(Status(StatusCode::kUnsupported, "scoring needs a decoder model"));
   if (ids.empty()) return finish(Status(StatusCode::kInvalidArgument, "no ids to score"));
@@ -726,9 +788,9 @@ Status Context::score(std::span<const int32_t> ids,
   return finish(st);
 }
 
-Status Context::tokenize(std::string_view text, bool add_special, std::vector<int32_t>* ids) {
-  (void)begin();
-  ids->clear();
+Status Context::tokenize(std::string_view text, bool add_special) {
+  CallScope scope(this);
+  std::vector<int32_t>* ids = &call_->tokens;
   const tok::Tokenizer* t = model_->kind() == ModelKind::kEncoder
                                 ? &model_->encoder_tokenizer()
                                 : model_->decoder_text_unchecked().tokenizer;
@@ -738,9 +800,9 @@ Status Context::tokenize(std::string_view text, bool add_special, std::vector<in
   return finish(t->encode(text, eo, ids));
 }
 
-Status Context::detokenize(std::span<const int32_t> ids, bool skip_special, std::string* text) {
-  (void)begin();
-  text->clear();
+Status Context::detokenize(std::span<const int32_t> ids, bool skip_special) {
+  CallScope scope(this);
+  std::string* text = &call_->text;
   const tok::Tokenizer* t = model_->kind() == ModelKind::kEncoder
                                 ? &model_->encoder_tokenizer()
                                 : model_->decoder_text_unchecked().tokenizer;

@@ -43,6 +43,7 @@
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/text/tokenizer/tokenizer.h"
 
 namespace laya::decision {
 
@@ -93,9 +94,10 @@ struct SchemaRequestParts {
 
 // Generation (laya_generate): exactly one prompt form.
 struct GenerateParams {
-  std::string_view prompt;                // raw text (BOS per the vocabulary)
-  std::span<const ChatMessage> messages;  // chat: rendered with the model's template
-  std::span<const int32_t> prompt_ids;    // token ids
+  std::string_view prompt;  // raw text (BOS per the vocabulary)
+  // chat: (role, content) pairs rendered with the model's template
+  std::span<const std::pair<std::string_view, std::string_view>> messages;
+  std::span<const int32_t> prompt_ids;  // token ids
   int64_t max_tokens = 16;
   SamplerConfig sampler;  // stop ids added: EOS, and the end of turn for chat prompts
   bool stop_after_json = false;
@@ -144,9 +146,10 @@ class Context {
   // schema_output() (schema decisions on a decoder).
   Status decide(std::string_view body);
   // Several bodies at once (encoders: their rows packed into shared forward passes; every result
-  // byte-identical to the body alone). statuses[i] is body i's; the call fails only when the
-  // context does (then every status is that failure). json_of(i) is body i's result.
-  Status decide_batch(std::span<const std::string_view> bodies, std::span<Status> statuses);
+  // byte-identical to the body alone): body(items, i) gives body i of n. status_of(i) is body
+  // i's status and json_of(i) its result; the call itself fails only when the context does.
+  Status decide_batch(size_t n, std::string_view (*body)(const void* items, size_t i),
+                      const void* items);
   Status decide_schema(const SchemaRequestParts& req);
   // Decoders: the raw label logits (T = 1) of a questions request's first state, by the path
   // decide() takes (laya-run calibrate fits temperatures on them).
@@ -162,32 +165,35 @@ class Context {
   Status score(std::span<const int32_t> ids,
                void (*fn)(void* user, size_t position, const float* logits, size_t vocab),
                void* user);
-  Status tokenize(std::string_view text, bool add_special, std::vector<int32_t>* ids);
-  Status detokenize(std::span<const int32_t> ids, bool skip_special, std::string* text);
+  // The model's tokenizer: tokens() / text() hold the result.
+  Status tokenize(std::string_view text, bool add_special);
+  Status detokenize(std::span<const int32_t> ids, bool skip_special);
 
   // The prefix cache's block in tokens (0: none).
   int64_t prefix_block() const;
 
-  // Results of the last successful call.
-  std::string_view json() const { return json_; }
+  // Results of the last successful call (the arena holds them until the next call).
+  std::string_view json() const;
   std::string_view json_of(size_t i) const;  // decide_batch
-  const DecisionOutput& output() const { return out_; }
-  const runtime::DecoderOutput& decoder_output() const { return dec_out_; }
-  const GenerateOutput& generate_output() const { return gen_; }
+  const Status& status_of(size_t i) const;   // decide_batch
+  const DecisionOutput& output() const;
+  const runtime::DecoderOutput& decoder_output() const;
+  const GenerateOutput& generate_output() const;
+  // The message of the last failed call ("" after a success).
   std::string_view error() const { return error_; }
 
   // The label keys of option i of question j of the last decision (choice: the JSON key text of
   // its label; score: "0".."k-1"; noul: "false" / "true").
-  const std::vector<std::vector<std::string>>& option_labels() const { return labels_; }
+  const std::vector<std::vector<std::string>>& option_labels() const;
   // The questions the last decision answered (an encoder's after a shortlist; a decoder's).
   const DecisionOutput& questions_output() const;
   // Schema decisions: state i's decision as compact JSON, and field f's option texts as C
   // strings.
   std::string_view decision_text(size_t i) const;
   const char* const* field_options(size_t i, size_t f) const;
-  // Buffers of the C API's tokenize / detokenize (the context's, reused).
-  std::vector<int32_t>& token_buffer() { return token_buffer_; }
-  std::string& text_buffer() { return text_buffer_; }
+  // The ids of the last tokenize() and the text of the last detokenize().
+  const std::vector<int32_t>& tokens() const;
+  const std::string& text() const;
 
   // The arena's high-water mark and overflows (allocations that went to the heap) since create.
   const mem::Arena& arena() const { return arena_; }
@@ -197,17 +203,20 @@ class Context {
   Context& operator=(const Context&) = delete;
 
  private:
+  struct Call;
+  class CallScope;
   Context() = default;
   ~Context();
-  Status begin();                   // resets the results and the arena
-  Status finish(const Status& st);  // records the error
+  void begin();                     // drops the last call's results, resets the arena
+  Status finish(const Status& st);  // the typed views of a success, or the error
   Status decide_encoder(std::string_view body);
-  Status decide_decoder(std::string_view body);
+  Status decide_decoder(std::string_view body, const SamplerConfig& sampler);
   Status init(const ContextLimits& lim, std::span<const runtime::MemoryRegion> regions);
 
   std::shared_ptr<const Model> model_;
   ContextLayout layout_;
   mem::Arena arena_;
+  std::unique_ptr<tok::Workspace> ws_;  // the tokenizer's work state (made at create)
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<EncoderNetwork> net_;
   // decoders
@@ -216,18 +225,8 @@ class Context {
   std::unique_ptr<runtime::PrefixCache> prefix_;
   std::unique_ptr<runtime::DecoderDecider> decider_;
   SamplerConfig sampler_;
-  // results
-  std::string json_;
-  std::vector<std::string> batch_json_;
-  DecisionOutput out_;
-  runtime::DecoderOutput dec_out_;
-  GenerateOutput gen_;
-  std::vector<std::vector<std::string>> labels_;
-  std::vector<std::string> decision_texts_;
-  std::vector<std::vector<std::vector<const char*>>> field_options_;
-  std::vector<int32_t> token_buffer_;
-  std::string text_buffer_;
-  std::string error_;
+  Call* call_ = nullptr;  // the last call's results, in the arena
+  char error_[Status::kMaxMessage + 1] = {};
   uint64_t calls_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/decisions/decoder_decide.h"
 
+#include "ir/arena.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -361,6 +363,8 @@ Result<std::shared_ptr<const grammar::TokenAutomaton>> AutomatonCache::get(
   const std::string key = json::dump(schema);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = automata_.find(key); it != automata_.end()) return it->second;
+  // Kept past the call that compiles it: on the heap, whatever arena the caller runs in.
+  mem::Scope heap(nullptr);
   LAYA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::TokenAutomaton> a,
                         grammar::TokenAutomaton::compile(schema, vocab_));
   automata_.emplace(key, a);

@@ -8,8 +8,6 @@
 #include <string>
 #include <unordered_map>
 
-#include <nlohmann/json.hpp>
-
 namespace laya::json {
 
 const char* kind_name(Kind k) {
@@ -140,149 +138,396 @@ bool Value::operator==(const Value& o) const {
 
 // ---- parsing ----------------------------------------------------------------------------------
 
-// Builds Values from nlohmann's SAX events. Objects get a key index once they grow past a few
-// members, so repeated keys resolve in O(1) (tokenizer vocabularies have 50k+ keys).
+// A recursive-descent reader of one JSON document with Python's json.loads semantics (see json.h):
+// errors read as Python's ("Expecting value: line 1 column 5 (char 4)"; columns and char offsets
+// count characters). Objects get a key index once they grow past a few members, so repeated keys
+// resolve in O(1) (tokenizer vocabularies have 50k+ keys).
 class Builder {
  public:
-  using number_integer_t = nlohmann::json::number_integer_t;
-  using number_unsigned_t = nlohmann::json::number_unsigned_t;
-  using number_float_t = nlohmann::json::number_float_t;
-  using string_t = nlohmann::json::string_t;
-  using binary_t = nlohmann::json::binary_t;
+  Builder(std::string_view text, int max_depth) : t_(text), max_depth_(max_depth) {}
 
-  explicit Builder(int max_depth) : max_depth_(max_depth) {}
-
-  bool null() { return add(Value()); }
-  bool boolean(bool b) { return add(Value::boolean(b)); }
-  bool number_integer(number_integer_t i) { return add(Value::integer(i)); }
-  bool number_unsigned(number_unsigned_t u) {
-    Value v;
-    v.kind_ = Kind::kNumber;
-    v.integer_ = true;
-    v.double_ = static_cast<double>(u);
-    v.text_ = std::to_string(u);
-    return add(std::move(v));
-  }
-  bool number_float(number_float_t d, const string_t& raw) {
-    // An integer literal too large for 64 bits arrives here too: Python keeps it exact.
-    if (raw.find_first_of(".eE") == string_t::npos) {
-      Value v;
-      v.kind_ = Kind::kNumber;
-      v.integer_ = true;
-      v.double_ = d;
-      size_t i = raw[0] == '-' ? 1 : 0;
-      v.text_ = raw;
-      // "-0...0" is int 0 in Python; leading zeros are not valid JSON, so only all-zero "-0".
-      if (raw.find_first_not_of('0', i) == string_t::npos) v.text_ = "0";
-      return add(std::move(v));
-    }
-    return add(Value::number(d));
-  }
-  bool string(string_t& s) { return add(Value::string(std::move(s))); }
-  bool binary(binary_t&) {
-    error_ = "binary values are not JSON";
-    return false;
-  }
-  bool start_object(std::size_t) { return open(Value::object()); }
-  bool key(string_t& k) {
-    Frame& f = stack_.back();
-    f.key = std::move(k);
+  bool run(Value* out) {
+    skip_ws();
+    if (!value(out, 0)) return false;
+    skip_ws();
+    if (i_ != t_.size()) return fail("Extra data", i_);
     return true;
   }
-  bool end_object() { return close(); }
-  bool start_array(std::size_t) { return open(Value::array()); }
-  bool end_array() { return close(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
-    error_ = ex.what();
-    return false;
-  }
-
-  Value take() { return std::move(root_); }
   const std::string& error() const { return error_; }
 
  private:
-  struct Frame {
-    Value value;
-    std::string key;                                // objects: the key of the next value
-    std::unordered_map<std::string, size_t> index;  // objects with many members
-  };
   static constexpr size_t kIndexFrom = 16;
 
-  bool open(Value v) {
-    if (static_cast<int>(stack_.size()) >= max_depth_) {
-      error_ = "nesting deeper than " + std::to_string(max_depth_) + " levels";
-      return false;
-    }
-    stack_.push_back({std::move(v), {}, {}});
-    return true;
-  }
-  bool close() {
-    Value v = std::move(stack_.back().value);
-    stack_.pop_back();
-    return add(std::move(v));
-  }
-  bool add(Value v) {
-    if (stack_.empty()) {
-      root_ = std::move(v);
-      return true;
-    }
-    Frame& f = stack_.back();
-    if (f.value.kind_ == Kind::kArray) {
-      f.value.items_.push_back(std::move(v));
-      return true;
-    }
-    std::vector<Member>& m = f.value.members_;
-    if (m.size() < kIndexFrom) {
-      for (Member& old : m)
-        if (old.key == f.key) {
-          old.value = std::move(v);
-          return true;
-        }
-    } else {
-      if (f.index.empty())
-        for (size_t i = 0; i < m.size(); ++i) f.index.emplace(m[i].key, i);
-      auto it = f.index.find(f.key);
-      if (it != f.index.end()) {
-        m[it->second].value = std::move(v);
-        return true;
+  // "<what>: line L column C (char P)" at byte offset `at`.
+  bool fail(const char* what, size_t at) {
+    size_t line = 1, col = 1, chars = 0;
+    for (size_t k = 0; k < at && k < t_.size(); ++k) {
+      const auto c = static_cast<unsigned char>(t_[k]);
+      if ((c & 0xC0) == 0x80) continue;  // a UTF-8 continuation byte: not a new character
+      ++chars;
+      if (c == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
       }
-      f.index.emplace(f.key, m.size());
     }
-    m.push_back({std::move(f.key), std::move(v)});
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s: line %zu column %zu (char %zu)", what, line, col, chars);
+    error_ = buf;
+    return false;
+  }
+
+  void skip_ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r'))
+      ++i_;
+  }
+
+  bool literal(std::string_view word) {
+    if (t_.substr(i_, word.size()) != word) return false;
+    i_ += word.size();
     return true;
   }
 
+  bool value(Value* out, int depth) {
+    if (i_ >= t_.size()) return fail("Expecting value", i_);
+    const char c = t_[i_];
+    switch (c) {
+      case '{':
+        return object(out, depth);
+      case '[':
+        return array(out, depth);
+      case '"': {
+        std::string s;
+        if (!string(&s)) return false;
+        *out = Value::string(std::move(s));
+        return true;
+      }
+      case 't':
+        if (!literal("true")) return fail("Expecting value", i_);
+        *out = Value::boolean(true);
+        return true;
+      case 'f':
+        if (!literal("false")) return fail("Expecting value", i_);
+        *out = Value::boolean(false);
+        return true;
+      case 'n':
+        if (!literal("null")) return fail("Expecting value", i_);
+        *out = Value();
+        return true;
+      case 'N':
+      case 'I':
+        return fail("NaN and Infinity are not JSON (refused here, unlike Python)", i_);
+      default:
+        if (c == '-' || (c >= '0' && c <= '9')) return number(out);
+        return fail("Expecting value", i_);
+    }
+  }
+
+  // Python's NUMBER_RE: -?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?
+  bool number(Value* out) {
+    const size_t start = i_;
+    if (t_[i_] == '-') ++i_;
+    if (i_ >= t_.size() || t_[i_] < '0' || t_[i_] > '9') {
+      if (t_.substr(i_, 8) == "Infinity")
+        return fail("NaN and Infinity are not JSON (refused here, unlike Python)", start);
+      return fail("Expecting value", start);
+    }
+    if (t_[i_] == '0') {
+      ++i_;
+    } else {
+      while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
+    }
+    bool is_float = false;
+    if (i_ + 1 < t_.size() && t_[i_] == '.' && t_[i_ + 1] >= '0' && t_[i_ + 1] <= '9') {
+      is_float = true;
+      i_ += 2;
+      while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
+    }
+    if (i_ < t_.size() && (t_[i_] == 'e' || t_[i_] == 'E')) {
+      size_t j = i_ + 1;
+      if (j < t_.size() && (t_[j] == '+' || t_[j] == '-')) ++j;
+      if (j < t_.size() && t_[j] >= '0' && t_[j] <= '9') {
+        is_float = true;
+        i_ = j;
+        while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
+      }
+    }
+    const std::string_view raw = t_.substr(start, i_ - start);
+    double d = 0;
+    auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), d);
+    (void)p;
+    if (is_float) {
+      if (ec == std::errc::result_out_of_range) {
+        // from_chars leaves d as it was: tell an overflow (refused) from an underflow (0, as
+        // Python reads it) by the magnitude: digits before the point plus the exponent.
+        int64_t magnitude = 0;
+        size_t k = raw[0] == '-' ? 1 : 0;
+        while (k < raw.size() && raw[k] == '0') ++k;
+        while (k < raw.size() && raw[k] >= '0' && raw[k] <= '9') ++magnitude, ++k;
+        const size_t e = raw.find_first_of("eE");
+        if (e != std::string_view::npos) {
+          int64_t exp = 0;
+          const char* q = raw.data() + e + 1 + (raw[e + 1] == '+' ? 1 : 0);
+          std::from_chars(q, raw.data() + raw.size(), exp);
+          magnitude += exp;
+        }
+        if (magnitude > 0)
+          return fail("a number too large for a double (Python reads it as inf; refused here)",
+                      start);
+        d = raw[0] == '-' ? -0.0 : 0.0;
+      }
+      *out = Value::number(d);
+      return true;
+    }
+    // An integer of any size keeps its digits (Python ints are exact); -0 is 0.
+    Value v;
+    v.kind_ = Kind::kNumber;
+    v.integer_ = true;
+    v.double_ = d;
+    v.text_ = raw.find_first_not_of("-0") == std::string_view::npos ? "0" : std::string(raw);
+    *out = std::move(v);
+    return true;
+  }
+
+  static void append_utf8(std::string* s, uint32_t cp) {
+    if (cp < 0x80) {
+      s->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      s->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      s->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      s->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      s->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      s->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      s->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      s->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      s->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      s->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+
+  // The length of the valid UTF-8 sequence at t_[at] (0: invalid).
+  size_t utf8_at(size_t at) const {
+    const auto c = static_cast<unsigned char>(t_[at]);
+    size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    if (n == 0 || at + n > t_.size()) return 0;
+    const auto c1 = static_cast<unsigned char>(t_[at + 1]);
+    if ((c1 & 0xC0) != 0x80) return 0;
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+        (c == 0xF4 && c1 > 0x8F))
+      return 0;  // overlong, surrogate, or past U+10FFFF
+    for (size_t k = 2; k < n; ++k)
+      if ((static_cast<unsigned char>(t_[at + k]) & 0xC0) != 0x80) return 0;
+    return n;
+  }
+
+  bool hex4(size_t at, uint32_t* v) const {
+    if (at + 4 > t_.size()) return false;
+    *v = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = t_[at + k];
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+      if (d < 0) return false;
+      *v = *v * 16 + static_cast<uint32_t>(d);
+    }
+    return true;
+  }
+
+  bool string(std::string* out) {
+    const size_t start = i_++;  // the opening quote
+    while (true) {
+      const size_t run = i_;
+      while (i_ < t_.size() && t_[i_] != '"' && t_[i_] != '\\' &&
+             static_cast<unsigned char>(t_[i_]) >= 0x20 &&
+             static_cast<unsigned char>(t_[i_]) < 0x80)
+        ++i_;
+      out->append(t_.data() + run, i_ - run);
+      if (i_ >= t_.size()) return fail("Unterminated string starting at", start);
+      const auto c = static_cast<unsigned char>(t_[i_]);
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c < 0x20) return fail("Invalid control character at", i_);
+      if (c >= 0x80) {
+        const size_t n = utf8_at(i_);
+        if (n == 0) return fail("Invalid UTF-8 in a string at", i_);
+        out->append(t_.data() + i_, n);
+        i_ += n;
+        continue;
+      }
+      // A backslash.
+      if (i_ + 1 >= t_.size()) return fail("Unterminated string starting at", start);
+      const char e = t_[i_ + 1];
+      const char* simple = nullptr;
+      switch (e) {
+        case '"':
+          simple = "\"";
+          break;
+        case '\\':
+          simple = "\\";
+          break;
+        case '/':
+          simple = "/";
+          break;
+        case 'b':
+          simple = "\b";
+          break;
+        case 'f':
+          simple = "\f";
+          break;
+        case 'n':
+          simple = "\n";
+          break;
+        case 'r':
+          simple = "\r";
+          break;
+        case 't':
+          simple = "\t";
+          break;
+        default:
+          break;
+      }
+      if (simple != nullptr) {
+        out->append(simple);
+        i_ += 2;
+        continue;
+      }
+      if (e != 'u') return fail("Invalid \\escape", i_);
+      uint32_t cp = 0;
+      if (!hex4(i_ + 2, &cp)) return fail("Invalid \\uXXXX escape", i_ + 1);
+      i_ += 6;
+      if (cp >= 0xD800 && cp < 0xDC00) {
+        uint32_t lo = 0;
+        if (i_ + 1 < t_.size() && t_[i_] == '\\' && t_[i_ + 1] == 'u' && hex4(i_ + 2, &lo) &&
+            lo >= 0xDC00 && lo < 0xE000) {
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          i_ += 6;
+        } else {
+          return fail("a lone surrogate escape (Python keeps it; refused here: not UTF-8)", i_ - 6);
+        }
+      } else if (cp >= 0xDC00 && cp < 0xE000) {
+        return fail("a lone surrogate escape (Python keeps it; refused here: not UTF-8)", i_ - 6);
+      }
+      append_utf8(out, cp);
+    }
+  }
+
+  bool deeper(int depth) {
+    if (depth >= max_depth_) {
+      char buf[80];
+      std::snprintf(buf, sizeof buf, "nesting deeper than %d levels", max_depth_);
+      return fail(buf, i_);
+    }
+    return true;
+  }
+
+  bool array(Value* out, int depth) {
+    if (!deeper(depth)) return false;
+    *out = Value::array();
+    ++i_;
+    skip_ws();
+    if (i_ < t_.size() && t_[i_] == ']') {
+      ++i_;
+      return true;
+    }
+    while (true) {
+      skip_ws();
+      Value v;
+      if (!value(&v, depth + 1)) return false;
+      out->items_.push_back(std::move(v));
+      skip_ws();
+      if (i_ < t_.size() && t_[i_] == ']') {
+        ++i_;
+        return true;
+      }
+      if (i_ >= t_.size() || t_[i_] != ',') return fail("Expecting ',' delimiter", i_);
+      ++i_;
+      skip_ws();
+      if (i_ < t_.size() && t_[i_] == ']')
+        return fail("Illegal trailing comma before end of array", i_);
+    }
+  }
+
+  bool object(Value* out, int depth) {
+    if (!deeper(depth)) return false;
+    *out = Value::object();
+    std::vector<Member>& m = out->members_;
+    std::unordered_map<std::string, size_t> index;  // past kIndexFrom members
+    ++i_;
+    skip_ws();
+    if (i_ < t_.size() && t_[i_] == '}') {
+      ++i_;
+      return true;
+    }
+    while (true) {
+      skip_ws();
+      if (i_ >= t_.size() || t_[i_] != '"')
+        return fail("Expecting property name enclosed in double quotes", i_);
+      std::string key;
+      if (!string(&key)) return false;
+      skip_ws();
+      if (i_ >= t_.size() || t_[i_] != ':') return fail("Expecting ':' delimiter", i_);
+      ++i_;
+      skip_ws();
+      Value v;
+      if (!value(&v, depth + 1)) return false;
+      // A repeated key keeps its first position and takes the last value (a Python dict).
+      bool replaced = false;
+      if (m.size() < kIndexFrom) {
+        for (Member& old : m)
+          if (old.key == key) {
+            old.value = std::move(v);
+            replaced = true;
+            break;
+          }
+      } else {
+        if (index.empty())
+          for (size_t k = 0; k < m.size(); ++k) index.emplace(m[k].key, k);
+        auto it = index.find(key);
+        if (it != index.end()) {
+          m[it->second].value = std::move(v);
+          replaced = true;
+        } else {
+          index.emplace(key, m.size());
+        }
+      }
+      if (!replaced) m.push_back({std::move(key), std::move(v)});
+      skip_ws();
+      if (i_ < t_.size() && t_[i_] == '}') {
+        ++i_;
+        return true;
+      }
+      if (i_ >= t_.size() || t_[i_] != ',') return fail("Expecting ',' delimiter", i_);
+      ++i_;
+      skip_ws();
+      if (i_ < t_.size() && t_[i_] == '}')
+        return fail("Illegal trailing comma before end of object", i_);
+    }
+  }
+
+  std::string_view t_;
+  size_t i_ = 0;
   int max_depth_;
-  std::vector<Frame> stack_;
-  Value root_;
   std::string error_;
 };
 
-namespace {
-
-// nlohmann's messages read "[json.exception.parse_error.101] parse error at line 1, column 5:
-// syntax error while parsing value - ..."; keep the part after the exception tag.
-std::string clean_message(const std::string& m) {
-  const size_t tag = m.find("] ");
-  return tag == std::string::npos ? m : m.substr(tag + 2);
-}
-
-}  // namespace
-
 Result<Value> parse(std::string_view text, const ParseOptions& opts, std::string_view what_for) {
-  const std::string prefix(what_for);
   if (text.size() > opts.max_bytes)
-    return status_error(StatusCode::kInvalidArgument, "%s: %zu bytes is over the limit of %llu",
-                        prefix.c_str(), text.size(),
+    return status_error(StatusCode::kInvalidArgument, "%.*s: %zu bytes is over the limit of %llu",
+                        static_cast<int>(what_for.size()), what_for.data(), text.size(),
                         static_cast<unsigned long long>(opts.max_bytes));
-  Builder b(opts.max_depth);
-  const bool ok = nlohmann::json::sax_parse(text.begin(), text.end(), &b,
-                                            nlohmann::json::input_format_t::json, true, false);
-  if (!ok) {
-    const std::string msg = b.error().empty() ? "malformed JSON" : clean_message(b.error());
-    return Status(StatusCode::kInvalidArgument, prefix + ": " + msg);
-  }
-  return b.take();
+  Builder b(text, opts.max_depth);
+  Value v;
+  if (!b.run(&v))
+    return status_error(StatusCode::kInvalidArgument, "%.*s: %s", static_cast<int>(what_for.size()),
+                        what_for.data(), b.error().c_str());
+  return v;
 }
 
 // ---- dumping ----------------------------------------------------------------------------------

@@ -10,9 +10,11 @@
 //    a literal with a fraction or exponent is a double (printed as Python's `repr(float)`);
 //  - strings are UTF-8 (validated when parsed).
 //
-// Parsing goes through nlohmann::json's SAX parser (Debian's nlohmann-json3-dev), which rejects what
-// Python would also reject except: NaN / Infinity literals and lone UTF-16 surrogate escapes
-// ("\ud800"), which Python accepts and this parser refuses with a clear error.
+// The parser accepts exactly what Python's json.loads accepts (with its error messages: "Expecting
+// ',' delimiter: line 3 column 5 (char 27)"), except NaN / Infinity literals, numbers too large
+// for a double, lone UTF-16 surrogate escapes ("\ud800") and invalid UTF-8, which Python takes and
+// this parser refuses with a clear error. It allocates only the Values it makes (and nothing but
+// through operator new: in a context's call, from its arena, ir/arena.h).
 //
 // Errors are Status values (kInvalidArgument, naming line and column); nothing here throws or
 // aborts. Not for the execute path: values allocate.

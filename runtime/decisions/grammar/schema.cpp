@@ -46,10 +46,11 @@ std::string short_dump(const Value& v) {
   return s;
 }
 
-// The implicit bounds of unbounded numbers (see schema.h).
+// The implicit bounds of unbounded numbers (see schema.h). Made when the library loads, not in a
+// call: a first call would make it in its arena (ir/arena.h).
+const Decimal kMaxSafeInteger{false, "9007199254740991", 0};
 const Decimal& max_safe_integer() {
-  static const Decimal d{false, "9007199254740991", 0};
-  return d;
+  return kMaxSafeInteger;
 }
 // 10^(15 - max_fraction_digits): a text below it has at most 15 significant digits, which a double
 // holds exactly (DBL_DIG), so a JSON reader gets the value the text spells.

@@ -213,6 +213,9 @@ Result<std::string> translate_to_pcre2(std::string_view p, RegexDialect dialect)
 RegexScratch::RegexScratch() {
   md_ = pcre2_match_data_create(1, nullptr);
   mctx_ = pcre2_match_context_create(nullptr);
+  // A JIT stack large enough for long subjects, made now: a match never allocates.
+  stack_ = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024, nullptr);
+  if (stack_ && mctx_) pcre2_jit_stack_assign(mctx_, nullptr, stack_);
 }
 
 RegexScratch::~RegexScratch() {

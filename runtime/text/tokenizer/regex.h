@@ -45,7 +45,8 @@ namespace laya::tok {
 
 enum class RegexDialect : uint8_t { kOniguruma, kRust };
 
-// Per-thread match state (match data, and a JIT stack grown on demand). Not shareable.
+// Per-thread match state: match data, and a JIT stack (up to 64 MiB, reserved when it is made), so
+// that a match allocates nothing. Not shareable.
 class RegexScratch {
  public:
   RegexScratch();

@@ -211,9 +211,44 @@ WordCache& ThreadState::cache_for(uint64_t owner) {
   return c.cache;
 }
 
+namespace {
+
+thread_local Workspace* t_workspace = nullptr;
+
+struct OwnState {
+  RegexScratch regex;
+  ThreadState state{regex};
+};
+
+}  // namespace
+
 ThreadState& thread_state() {
-  thread_local ThreadState state;
-  return state;
+  if (t_workspace != nullptr) return *t_workspace->state_;
+  thread_local OwnState own;
+  return own.state;
+}
+
+Workspace::Workspace() : regex_(std::make_unique<RegexScratch>()) {
+  reset();
+}
+
+Workspace::~Workspace() = default;
+
+void Workspace::reset() {
+  state_.reset();
+  state_ = std::make_unique<ThreadState>(*regex_);
+}
+
+void Workspace::release() {
+  state_.reset();
+}
+
+WorkspaceScope::WorkspaceScope(Workspace* ws) : prev_(t_workspace) {
+  t_workspace = ws;
+}
+
+WorkspaceScope::~WorkspaceScope() {
+  t_workspace = prev_;
 }
 
 // --- AddedMatcher ------------------------------------------------------------------------------

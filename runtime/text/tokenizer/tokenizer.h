@@ -13,7 +13,8 @@
 //
 // Thread safety: a Tokenizer is immutable after create(). Any number of threads may call encode /
 // decode at once with no lock: each thread keeps its own work buffers and its own cache of
-// recently encoded words (thread_local, bounded, dropped when the thread exits).
+// recently encoded words (thread_local, bounded, dropped when the thread exits), unless the caller
+// binds a Workspace of its own (below).
 //
 // Not computed: character offsets, truncation and padding (tokenizer.json's "truncation" and
 // "padding" sections are read and ignored: callers cut sequences themselves, as Laya's sequence
@@ -41,6 +42,43 @@ struct EncodeOptions {
 };
 
 class TokenizerImpl;
+struct ThreadState;
+class RegexScratch;
+
+// The work state encode / decode use: regex match data (made with the workspace, kept) and
+// buffers and word caches (made again by reset()). A caller that must not allocate while it
+// tokenizes (a decision context: runtime/decisions/context.h) makes one up front and binds it
+// with a WorkspaceScope for each call; reset() at the start of each call drops the buffers the
+// last one grew (in that call's arena, ir/arena.h) and makes empty ones in the new call's.
+// One thread at a time.
+class Workspace {
+ public:
+  Workspace();
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  void reset();    // fresh buffers (the regex match data is kept)
+  void release();  // drops the buffers (reset() makes them again)
+
+ private:
+  friend ThreadState& thread_state();
+  std::unique_ptr<RegexScratch> regex_;
+  std::unique_ptr<ThreadState> state_;
+};
+
+// Binds `ws` as this thread's tokenizer work state until destroyed (nests; nullptr: the thread's
+// own).
+class WorkspaceScope {
+ public:
+  explicit WorkspaceScope(Workspace* ws);
+  ~WorkspaceScope();
+  WorkspaceScope(const WorkspaceScope&) = delete;
+  WorkspaceScope& operator=(const WorkspaceScope&) = delete;
+
+ private:
+  Workspace* prev_;
+};
+ThreadState& thread_state();
 
 class Tokenizer {
  public:

@@ -145,9 +145,11 @@ class WordCache {
   size_t count_ = 0;
 };
 
-// Work state of one thread: regex match data, buffers, word caches.
+// Work state of one thread: regex match data (borrowed: it outlives the buffers), buffers, word
+// caches.
 struct ThreadState {
-  RegexScratch regex;
+  explicit ThreadState(RegexScratch& r) : regex(r) {}
+  RegexScratch& regex;
   Arena arena;
   std::vector<Piece> pieces_a, pieces_b, bert_words;
   struct Event {
@@ -186,6 +188,7 @@ struct ThreadState {
   WordCache* cache = nullptr;  // the current tokenizer's, set by encode
   Status error;                // why a model step returned false
 };
+// The bound Workspace's state (tokenizer.h WorkspaceScope), else this thread's own.
 ThreadState& thread_state();
 
 // Leftmost-longest matcher over the added tokens of one kind (raw or normalized).

@@ -3,6 +3,7 @@
 #include <utf8proc.h>
 
 #include <cstdlib>
+#include <vector>
 
 namespace laya::tok::unicode {
 namespace {
@@ -194,16 +195,23 @@ Status normalize(std::string_view in, NormalForm form, std::string* out) {
     }
     size_t end = j;
     while (end < n && static_cast<unsigned char>(in[end]) >= 0x80) ++end;
-    utf8proc_uint8_t* dst = nullptr;
-    const utf8proc_ssize_t len = utf8proc_map(
-        reinterpret_cast<const utf8proc_uint8_t*>(in.data() + start),
-        static_cast<utf8proc_ssize_t>(end - start), &dst, static_cast<utf8proc_option_t>(options));
+    // utf8proc_map's steps (decompose, then recompose and encode in place) on a buffer of ours,
+    // so that nothing comes from malloc.
+    const auto* src = reinterpret_cast<const utf8proc_uint8_t*>(in.data() + start);
+    const auto src_len = static_cast<utf8proc_ssize_t>(end - start);
+    const auto opt = static_cast<utf8proc_option_t>(options);
+    utf8proc_ssize_t len = utf8proc_decompose(src, src_len, nullptr, 0, opt);
+    std::vector<utf8proc_int32_t> cps;
+    if (len >= 0) {
+      cps.resize(static_cast<size_t>(len) + 1);
+      len = utf8proc_decompose(src, src_len, cps.data(), len, opt);
+    }
+    if (len >= 0) len = utf8proc_reencode(cps.data(), len, opt);
     if (len < 0) {
       return status_error(StatusCode::kInvalidArgument, "unicode normalization failed: %s",
                           utf8proc_errmsg(len));
     }
-    out->append(reinterpret_cast<const char*>(dst), static_cast<size_t>(len));
-    std::free(dst);
+    out->append(reinterpret_cast<const char*>(cps.data()), static_cast<size_t>(len));
     i = end;
   }
   return Status::ok();
