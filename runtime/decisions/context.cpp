@@ -160,18 +160,19 @@ Result<Plan> plan(const Model& m, const ContextLimits& l) {
 }
 
 // The request arena: the parsed bodies, every tokenized text and row, the answers and the JSON
-// written. Sized from the request bytes (a parsed document holds a few bytes of tree per byte of
-// text) and the rows a batch may make.
+// written. Measured (tests/capi/test_capi_alloc.cpp prints the high-water mark): a typical request
+// holds a few hundred KiB at its peak. The default is 16 bytes per request byte (at least 8 MiB);
+// a body whose parsed form could need more than half of it is refused before it is parsed
+// (kArenaShare, Context::admit).
 uint64_t default_arena_bytes(const Model& m, const ContextLimits& l) {
-  const uint64_t body = l.max_request_bytes * static_cast<uint64_t>(l.max_batch);
-  uint64_t rows = 0;
-  if (m.kind() == ModelKind::kEncoder)
-    rows = static_cast<uint64_t>(l.max_tokens) * 64 + static_cast<uint64_t>(l.max_rows) * 4096;
-  else
-    rows =
-        static_cast<uint64_t>(l.kv_cells) * 256 + static_cast<uint64_t>(m.info().vocab_size) * 16;
-  return round_up(24 * body + rows + (uint64_t{4} << 20), kAlign);
+  uint64_t extra = 0;
+  if (m.kind() == ModelKind::kDecoder)  // prompts, their ids, a schema walk's per-token state
+    extra = static_cast<uint64_t>(l.kv_cells) * 512;
+  return round_up(std::max<uint64_t>(uint64_t{8} << 20, 16 * l.max_request_bytes) + extra, kAlign);
 }
+
+// The share of the arena a request's parsed JSON may take (the rest holds its rows and answers).
+constexpr uint64_t kArenaShare = 2;
 
 }  // namespace
 
@@ -396,12 +397,26 @@ std::string_view Context::json_of(size_t i) const {
   return i < b.size() ? std::string_view(b[i]) : std::string_view();
 }
 
+Status Context::admit(std::string_view body, uint64_t* budget) const {
+  if (body.size() > layout_.limits.max_request_bytes)
+    return status_error(StatusCode::kRequestTooLarge,
+                        "request body too large (%zu bytes; this context takes %llu)", body.size(),
+                        static_cast<unsigned long long>(layout_.limits.max_request_bytes));
+  const uint64_t cost = json::parse_cost(body);
+  if (cost > *budget)
+    return status_error(StatusCode::kRequestTooLarge,
+                        "request body too large to parse in this context: its JSON needs up to "
+                        "%llu KiB of the %llu KiB request arena left (raise arena_bytes)",
+                        static_cast<unsigned long long>(cost >> 10),
+                        static_cast<unsigned long long>(*budget >> 10));
+  *budget -= cost;
+  return Status::ok();
+}
+
 Status Context::decide(std::string_view body) {
   CallScope scope(this);
-  if (body.size() > layout_.limits.max_request_bytes)
-    return finish(status_error(
-        StatusCode::kRequestTooLarge, "request body too large (%zu bytes; this context takes %llu)",
-        body.size(), static_cast<unsigned long long>(layout_.limits.max_request_bytes)));
+  uint64_t budget = arena_.capacity() / kArenaShare;
+  if (Status st = admit(body, &budget); !st.is_ok()) return finish(st);
   return finish(model_->kind() == ModelKind::kEncoder ? decide_encoder(body)
                                                       : decide_decoder(body, sampler_));
 }
@@ -447,8 +462,10 @@ Status Context::decide_batch(size_t n, std::string_view (*body)(const void* item
   c.batch_status.assign(n, Status());
   std::vector<Status>& statuses = c.batch_status;
   if (model_->kind() == ModelKind::kDecoder) {
+    uint64_t budget = arena_.capacity() / kArenaShare;
     for (size_t i = 0; i < n; ++i) {
-      statuses[i] = decide_decoder(body(items, i), sampler_);
+      statuses[i] = admit(body(items, i), &budget);
+      if (statuses[i].is_ok()) statuses[i] = decide_decoder(body(items, i), sampler_);
       if (statuses[i].is_ok()) c.batch_json[i] = std::move(c.json);
       c.json.clear();
       c.dec_out = runtime::DecoderOutput();
@@ -460,15 +477,11 @@ Status Context::decide_batch(size_t n, std::string_view (*body)(const void* item
   std::vector<DecisionRequest> reqs(n);
   std::vector<PreparedDecision> preps(n);
   std::vector<PreparedDecision*> ready;
+  uint64_t budget = arena_.capacity() / kArenaShare;
   for (size_t i = 0; i < n; ++i) {
     const std::string_view b = body(items, i);
-    if (b.size() > layout_.limits.max_request_bytes) {
-      statuses[i] =
-          status_error(StatusCode::kRequestTooLarge,
-                       "request body too large (%zu bytes; this context takes %llu)", b.size(),
-                       static_cast<unsigned long long>(layout_.limits.max_request_bytes));
-      continue;
-    }
+    statuses[i] = admit(b, &budget);
+    if (!statuses[i].is_ok()) continue;
     Result<DecisionRequest> r = parse_request(b);
     if (!r.is_ok()) {
       statuses[i] = r.status();

@@ -209,6 +209,9 @@ class Context {
   ~Context();
   void begin();                     // drops the last call's results, resets the arena
   Status finish(const Status& st);  // the typed views of a success, or the error
+  // Whether a body may be parsed: max_request_bytes, and its JSON's cost within `budget`
+  // (deducted).
+  Status admit(std::string_view body, uint64_t* budget) const;
   Status decide_encoder(std::string_view body);
   Status decide_decoder(std::string_view body, const SamplerConfig& sampler);
   Status init(const ContextLimits& lim, std::span<const runtime::MemoryRegion> regions);

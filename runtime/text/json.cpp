@@ -517,6 +517,45 @@ class Builder {
   std::string error_;
 };
 
+uint64_t parse_cost(std::string_view text) {
+  // Values: at most one per comma, bracket and scalar start; members: at most one per colon.
+  uint64_t values = 1, members = 0;
+  bool in_string = false, escape = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escape)
+        escape = false;
+      else if (c == '\\')
+        escape = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case ',':
+      case '[':
+      case '{':
+        ++values;
+        break;
+      case ':':
+        ++members;
+        break;
+      default:
+        break;
+    }
+  }
+  // Each Value or Member may sit in a list that grew by doubling (the old blocks stay below the
+  // new one until the list dies: twice its final size), each block behind an arena header (32
+  // bytes); a string's bytes are copied once (escapes only shrink them), a key's twice (the
+  // member and an index of a large object).
+  constexpr uint64_t kHeader = 32;
+  return 2 * values * (sizeof(Value) + kHeader) + 3 * members * (sizeof(Member) + kHeader) +
+         2 * (text.size() + kHeader * values);
+}
+
 Result<Value> parse(std::string_view text, const ParseOptions& opts, std::string_view what_for) {
   if (text.size() > opts.max_bytes)
     return status_error(StatusCode::kInvalidArgument, "%.*s: %zu bytes is over the limit of %llu",

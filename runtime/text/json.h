@@ -113,6 +113,11 @@ struct ParseOptions {
 Result<Value> parse(std::string_view text, const ParseOptions& opts = {},
                     std::string_view what_for = "JSON");
 
+// An upper bound of the bytes parse() allocates for `text` (its Values, members, strings and the
+// growth of its lists), from one pass over the text's structure: what a caller with a fixed
+// arena (runtime/decisions/context.h) checks before it parses.
+uint64_t parse_cost(std::string_view text);
+
 // Python's json.dumps(v, ensure_ascii=..., indent=..., separators=...):
 //  - item / key separators default to ", " and ": " (with an indent, "," and ": ");
 //  - indent < 0: one line; indent >= 0: newlines and that many spaces per level;

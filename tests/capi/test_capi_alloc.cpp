@@ -224,13 +224,27 @@ TEST_CASE("encoder decisions through the C API allocate nothing after laya_conte
   REQUIRE_MESSAGE(laya_model_open_file(model_path.c_str(), &mp, &m, &err) == LAYA_OK, err.message);
   {
     laya_context_limits lim = laya_context_default_limits();
-    lim.max_request_bytes = 64 << 10;
+    lim.max_request_bytes = 256 << 10;
     lim.max_batch = 4;
     Ctx c(m, lim);
     // The requests first, so that making them is not counted.
     Rng r{1};
     std::vector<std::string> bodies;
     for (int i = 0; i < 1000; ++i) bodies.push_back(encoder_body(r));
+    // A few large ones within the limits: 40 questions over 8 long states (noul questions, or
+    // any: then some have more options than the tiny checkpoint's max_len holds, a refusal after
+    // every row is built).
+    for (int k = 0; k < 6; ++k) {
+      std::string b = "{\"states\": [";
+      for (int i = 0; i < 8; ++i) b += std::string(i ? ", " : "") + "\"" + words(r, 600) + "\"";
+      b += "], \"questions\": {";
+      for (int i = 0; i < 40; ++i)
+        b += (i ? ", " : "") +
+             (k % 2 ? question(r, i)
+                    : "\"q" + std::to_string(i) + "\": {\"type\": \"noul\", \"instructions\": \"" +
+                          words(r, 6) + "\"}");
+      bodies[static_cast<size_t>(100 + 150 * k)] = b + "}}";
+    }
     std::vector<char> out(1 << 20);
     int ok = 0, refused = 0, batches = 0;
     double sink = 0;
