@@ -24,10 +24,12 @@
 //    Over cache cells the last tile ends at the last live key, and every score is summed by the
 //    same tree however many keys its group of 4 has, so a decode step's output does not depend on
 //    how many empty cells follow the written ones (the cache's capacity).
-// With positions or sequence ids ("general mode", see the section of that name below) tiles are
-// aligned to kBk and summarized once per call, so a tile no query of an item can see (another
-// packed row, another sequence's cells, empty cells, outside the causal / window range) is skipped
-// without reading K or V.
+// With positions or sequence ids ("general mode", see the section of that name below) keys are
+// summarized once per call in blocks of kBk, so a tile no query of an item can see (another packed
+// row, another sequence's cells, empty cells, outside the causal / window range) is skipped
+// without reading K or V. With sequence ids an item's queries are of one sequence and its tiles
+// start at that sequence's first key, so a packed row's output does not depend on where it sits
+// in the packed sequence nor on the rows around it (the same bits as the row alone).
 // Work items (prefill: batch, kv group, head block, query block; decode: batch, chunk of groups)
 // are handed out dynamically to n_threads scratch slots through parallel_for (causal: the most
 // expensive query blocks first).
@@ -417,7 +419,13 @@ inline Plan MakePlan(const AttentionArgs& a, int32_t hb, int32_t he, int64_t slo
   p.n_groups = (he - 1) / p.group - p.g_begin + 1;
   const int32_t hg = p.group < he - hb ? p.group : he - hb;  // most heads of one group in range
   const size_t hd = static_cast<size_t>(a.head_dim);
-  if (kDecRows > 0 && hd % kN == 0 &&
+  // The decode layout visits every query of a batch row in one item: with sequence ids, only
+  // when they are all of one sequence (else the prefill layout's per-sequence blocks).
+  bool one_seq = true;
+  for (int64_t b = 0; a.q_seq != nullptr && b < a.batch && one_seq; ++b)
+    for (int64_t i = 1; i < a.q_len && one_seq; ++i)
+      one_seq = a.q_seq[b * a.q_seq_batch_stride + i] == a.q_seq[b * a.q_seq_batch_stride];
+  if (kDecRows > 0 && hd % kN == 0 && one_seq &&
       static_cast<uint64_t>(hg) * static_cast<uint64_t>(a.q_len) <= kDecRows) {
     p.decode = true;
     p.hper = p.group;
@@ -472,14 +480,17 @@ inline bool Visible(const AttentionArgs& a, int64_t pos, int64_t j) {
 
 // ---- positions and sequence ids ("general mode") --------------------------------------------
 //
-// With q_pos, k_pos or sequence ids, keys are visited in tiles aligned to kBk, and every block of
-// kBk keys is summarized once per call (KeySum: its live keys' position and seq id ranges). A tile
-// whose summary no query of an item can see is skipped without reading K or V, and a tile every
-// query sees in full skips the per-element mask. With packed rows (seq ids sorted, positions
-// restarting per row) a query block therefore computes only the tiles of its own row, as it would
-// with the rows in separate batch entries; over a KV cache, empty cells and other sequences'
-// tiles are skipped. Summaries of a tile shorter than its blocks cover extra keys, which only
-// makes the decision conservative.
+// With q_pos, k_pos or sequence ids, every block of kBk keys is summarized once per call (KeySum:
+// its live keys' position and seq id ranges). A tile whose summary no query of an item can see is
+// skipped without reading K or V, and a tile every query sees in full skips the per-element mask.
+// Summaries of a tile that is not one block cover extra keys, which only makes the decision
+// conservative (a masked tile computes the same sums as a full one: hidden keys weigh 0).
+// With sequence ids, query blocks break where the sequence changes (RowBlocks), and an item's
+// tiles are laid out from its sequence's first key (SeqOrigin), not from key 0: the tiles, hence
+// the order of every sum, are the same wherever a packed row sits. With packed rows (seq ids
+// sorted, positions restarting per row) a query block therefore computes only the tiles of its own
+// row, exactly as it would alone; over a KV cache, empty cells and other sequences' tiles are
+// skipped.
 
 // Key metadata of one batch row.
 struct Keys {
@@ -581,14 +592,32 @@ inline bool VisibleAt(const AttentionArgs& a, int64_t qp, int32_t qs, int64_t kp
   return !seq || qs == ks;
 }
 
+// The first live key of sequence `seq` (from the block summaries, then the block's keys), or
+// kv_len when it has none.
+inline int64_t SeqOrigin(const AttentionArgs& a, const Keys& keys, const KeySum* sums,
+                         int32_t seq) {
+  for (int64_t blk = 0; blk * static_cast<int64_t>(kBk) < a.kv_len; ++blk) {
+    const KeySum& x = sums[blk];
+    if (x.n_live == 0 || seq < x.smin || seq > x.smax) continue;
+    const int64_t t0 = blk * static_cast<int64_t>(kBk);
+    const int64_t t1 = std::min(a.kv_len, t0 + static_cast<int64_t>(kBk));
+    for (int64_t j = t0; j < t1; ++j)
+      if (keys.live(j) && keys.seq_at(j) == seq) return j;
+  }
+  return a.kv_len;
+}
+
 // Keys [lo, hi) an item with queries in `q` visits in general mode: without k_pos the default key
-// positions bound the range, then lo is aligned down to a block.
-inline void GeneralKeyRange(const AttentionArgs& a, const QRange& q, int64_t& lo, int64_t& hi) {
-  lo = 0;
+// positions bound the range; lo is then aligned down to the tile grid that starts at `origin`.
+inline void GeneralKeyRange(const AttentionArgs& a, const QRange& q, int64_t origin, int64_t& lo,
+                            int64_t& hi) {
+  lo = origin;
   hi = a.kv_len;
   if (a.k_pos == nullptr) {
-    KeyRange(a, q.pmin, q.pmax, lo, hi);
-    lo = std::max<int64_t>(0, lo) / static_cast<int64_t>(kBk) * static_cast<int64_t>(kBk);
+    int64_t plo = 0;
+    KeyRange(a, q.pmin, q.pmax, plo, hi);
+    if (plo > origin)
+      lo = origin + (plo - origin) / static_cast<int64_t>(kBk) * static_cast<int64_t>(kBk);
   }
 }
 
@@ -686,11 +715,16 @@ inline void PrefillItem(const AttentionArgs& a, const KeySum* sums, int64_t b, i
   }
   const int64_t pmin = past + i0, pmax = past + i1 - 1;
   int64_t lo, hi;
-  if (gen)
-    GeneralKeyRange(a, qr, lo, hi);
-  else
-    KeyRange(a, pmin, pmax, lo, hi);
   const Keys keys = KeysOf(a, b);
+  if (gen) {
+    // Tiles from the first key of the item's sequence (its queries are of one sequence when
+    // there are sequence ids, RowBlocks), else from key 0.
+    const int64_t origin =
+        a.k_seq != nullptr && qr.smin == qr.smax ? SeqOrigin(a, keys, sums, qr.smin) : 0;
+    GeneralKeyRange(a, qr, origin, lo, hi);
+  } else {
+    KeyRange(a, pmin, pmax, lo, hi);
+  }
   const T* kbase =
       static_cast<const T*>(a.k) + b * a.k_batch_stride + static_cast<int64_t>(g) * a.head_dim;
   const T* vbase =
@@ -1023,7 +1057,10 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
   const int64_t pmin = past, pmax = a.kv_len - 1;
   int64_t lo, hi;
   if (gen) {
-    GeneralKeyRange(a, qr, lo, hi);
+    // Tiles from the first key of the queries' sequence (one, see MakePlan), as in PrefillItem.
+    const int64_t origin =
+        a.k_seq != nullptr && qr.smin == qr.smax ? SeqOrigin(a, KeysOf(a, b), sums, qr.smin) : 0;
+    GeneralKeyRange(a, qr, origin, lo, hi);
     // No key past the last live one (a cache's cells not yet written): the last tile ends there.
     // Only its end moves, so every tile starts where it did and the sums are the same.
     int64_t last = -1;
@@ -1171,9 +1208,38 @@ inline void DecodeItem(const AttentionArgs& a, const KeySum* sums, int64_t b, in
 
 }  // namespace attn
 
+namespace attn {
+
+// Query blocks that break where the sequence changes (general mode with sequence ids, prefill
+// layout): starts[b * (q_len + 1) + k] is block k's first query of batch row b, and `counts[b]`
+// its number of blocks; each block holds at most qper queries of one sequence.
+// Reserved whatever the pointers (a backend sizes scratch at prepare, before it has them).
+inline size_t RowBlockBytes(const AttentionArgs& a) {
+  if (a.batch <= 0 || a.q_len < 0) return 0;
+  return Align64(static_cast<size_t>(a.batch) * static_cast<size_t>(a.q_len + 2) * 8);
+}
+inline int64_t RowBlocks(const AttentionArgs& a, int64_t qper, int64_t* starts, int64_t* counts) {
+  int64_t most = 0;
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const int32_t* seq = a.q_seq + b * a.q_seq_batch_stride;
+    int64_t* st = starts + b * (a.q_len + 1);
+    int64_t n = 0, begin = 0;
+    for (int64_t i = 0; i < a.q_len; ++i)
+      if (i == 0 || seq[i] != seq[i - 1] || i - begin == qper) {
+        st[n++] = i;
+        begin = i;
+      }
+    counts[b] = n;
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+}  // namespace attn
+
 uint64_t AttentionScratchBytes(const AttentionArgs& a, int n_threads) {
   const uint64_t slots = n_threads > 1 ? static_cast<uint64_t>(n_threads) : 1;
-  return attn::SummaryBytes(a) + slots * attn::SlotBytes(a) + 64;
+  return attn::SummaryBytes(a) + attn::RowBlockBytes(a) + slots * attn::SlotBytes(a) + 64;
 }
 
 void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, void* scratch,
@@ -1181,10 +1247,21 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
   if (head_begin >= head_end || a.q_len <= 0 || a.batch <= 0) return;
   int64_t slots =
       pool != nullptr && pool->run != nullptr && pool->n_threads > 1 ? pool->n_threads : 1;
-  const attn::Plan p = attn::MakePlan(a, head_begin, head_end, slots);
-  if (slots > p.items) slots = p.items;
+  attn::Plan p = attn::MakePlan(a, head_begin, head_end, slots);
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
                                              ~static_cast<uintptr_t>(63));
+  // Sequence ids (prefill layout): query blocks of one sequence each (RowBlocks).
+  int64_t* row_starts = nullptr;
+  int64_t* row_counts = nullptr;
+  if (!p.decode && a.q_seq != nullptr) {
+    row_starts = reinterpret_cast<int64_t*>(base + attn::SummaryBytes(a));
+    row_counts = row_starts + a.batch * (a.q_len + 1);
+    p.n_qb = attn::RowBlocks(a, p.qper, row_starts, row_counts);
+    p.qchunk = std::min(p.n_qb, std::max<int64_t>(1, static_cast<int64_t>(attn::kBk) / p.qper));
+    p.n_chunks = (p.n_qb + p.qchunk - 1) / p.qchunk;
+    p.items = a.batch * p.n_chunks * p.n_groups * p.n_hb * p.qchunk;
+  }
+  if (slots > p.items) slots = p.items;
   // General mode: summarize every block of keys once (see "positions and sequence ids" above).
   attn::KeySum* sums = nullptr;
   const size_t n_blk = attn::KeyBlocks(a);
@@ -1200,7 +1277,7 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
       }
     }
   }
-  base += attn::SummaryBytes(a);
+  base += attn::SummaryBytes(a) + attn::RowBlockBytes(a);
   const size_t slot_bytes = attn::SlotBytes(a);
   std::atomic<int64_t> next{0};
   parallel_for(pool, slots, 1, [&](int64_t sb, int64_t se) {
@@ -1238,8 +1315,13 @@ void Attention(const AttentionArgs& a, int32_t head_begin, int32_t head_end, voi
         const int32_t h0 = gh0 + static_cast<int32_t>(hbk) * p.hper;
         const int32_t h1 = std::min(gh1, h0 + p.hper);
         if (h0 >= h1) continue;
-        const int64_t i0 = qb * p.qper;
-        const int64_t i1 = std::min(a.q_len, i0 + p.qper);
+        int64_t i0 = qb * p.qper, i1 = std::min(a.q_len, i0 + p.qper);
+        if (row_starts != nullptr) {
+          const int64_t* st = row_starts + b * (a.q_len + 1);
+          if (qb >= row_counts[b]) continue;
+          i0 = st[qb];
+          i1 = qb + 1 < row_counts[b] ? st[qb + 1] : a.q_len;
+        }
         const attn::KeySum* sb_sums = sums ? sums + static_cast<size_t>(b) * n_blk : nullptr;
         if (a.kv_type == KvType::kF16)
           attn::PrefillItem<hwy::float16_t>(a, sb_sums, b, g, h0, h1, i0, i1, slot);

@@ -662,6 +662,84 @@ TEST_CASE("attention: a decode step's output does not depend on the empty cells 
   }
 }
 
+TEST_CASE("attention: a packed row's output does not depend on the rows before it") {
+  // Packed rows (positions restarting per row, seq ids per row) as a decision pass packs them: a
+  // row gives the same bits whatever rows precede it, on every target, with the queries of every
+  // row (prefill layout) and with a few queries per row (the head's markers: several sequences in
+  // one call), windowed or not. Dynamic batching relies on it (runtime/decisions/context.h).
+  std::mt19937 rng(53);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const int32_t heads = 4, hd = 32;
+  const int64_t width = int64_t{heads} * hd;
+  for (int64_t target : kernel_hwy_targets()) {
+    const KernelTable t = kernel_table_hwy(target);
+    for (int64_t len : {7, 64, 97, 150})
+      for (int64_t window : {int64_t{-1}, int64_t{8}})
+        for (bool markers : {false, true}) {
+          // Row 1 (len tokens) after a row 0 of `pre` tokens; its output against pre = 1.
+          const int64_t max_pre = 70;
+          std::vector<float> kv(static_cast<size_t>((max_pre + len) * width * 2));
+          for (float& x : kv) x = dist(rng);
+          std::vector<float> qrow(static_cast<size_t>(len * width));
+          for (float& x : qrow) x = dist(rng);
+          std::vector<float> first;
+          for (int64_t pre : {1, 2, 5, 31, 64, 65, 70}) {
+            const int64_t n = pre + len;
+            std::vector<int32_t> kpos(static_cast<size_t>(n)), kseq(static_cast<size_t>(n));
+            for (int64_t j = 0; j < n; ++j) {
+              kpos[static_cast<size_t>(j)] = static_cast<int32_t>(j < pre ? j : j - pre);
+              kseq[static_cast<size_t>(j)] = j < pre ? 0 : 1;
+            }
+            const float* k = kv.data() + (max_pre - pre) * width * 2;
+            // Queries: every token of both rows, or 3 "markers" of each row.
+            std::vector<float> q;
+            std::vector<int32_t> qpos, qseq;
+            auto add_query = [&](const float* row, int32_t p, int32_t sq) {
+              q.insert(q.end(), row, row + width);
+              qpos.push_back(p);
+              qseq.push_back(sq);
+            };
+            const int64_t mstep = std::max<int64_t>(1, len / 3);
+            for (int64_t j = 0; j < pre; ++j)
+              if (!markers || j < 3) add_query(k, static_cast<int32_t>(j), 0);
+            for (int64_t j = 0; j < len; ++j)
+              if (!markers || (j % mstep == 0 && j / mstep < 3))
+                add_query(qrow.data() + j * width, static_cast<int32_t>(j), 1);
+            const int64_t nq = static_cast<int64_t>(qpos.size());
+            std::vector<float> out(static_cast<size_t>(nq * width), -7.0f);
+            AttentionArgs a;
+            a.q = q.data();
+            a.q_row_stride = width;
+            a.k = k;
+            a.v = k + width;
+            a.k_row_stride = a.v_row_stride = 2 * width;
+            a.out = out.data();
+            a.out_row_stride = width;
+            a.q_len = nq;
+            a.kv_len = n;
+            a.n_heads = a.n_kv_heads = heads;
+            a.head_dim = hd;
+            a.scale = 0.17f;
+            a.window = window;
+            a.q_pos = qpos.data();
+            a.q_seq = qseq.data();
+            a.k_pos = kpos.data();
+            a.k_seq = kseq.data();
+            std::vector<uint8_t> scratch(t.attention_scratch_bytes(a, 1));
+            t.attention(a, 0, heads, scratch.data(), nullptr);
+            const int64_t row1 = markers ? std::min<int64_t>(pre, 3) : pre;
+            std::vector<float> mine(out.begin() + row1 * width, out.end());
+            INFO(kernel_target_name(target), " len ", len, " window ", window, " markers ", markers,
+                 " pre ", pre);
+            if (first.empty())
+              first = mine;
+            else
+              CHECK(std::memcmp(mine.data(), first.data(), mine.size() * sizeof(float)) == 0);
+          }
+        }
+  }
+}
+
 TEST_CASE("attention: positions without sequence ids, and at the ends of int32") {
   std::mt19937 rng(24);
   for (int64_t q_len : {1, 3, 40}) {
