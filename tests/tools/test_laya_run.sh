@@ -418,7 +418,10 @@ fi
 # chat_templates.json, tools/reference/make_decoder_fixtures.py: the single user "Hello!" with the
 # generation prompt); generation stops at <|im_end|>, and a seed reproduces its ids.
 smol=${LAYA_SMOLLM2_GGUF:-}
-if [[ -n "$smol" && -f "$smol" ]]; then
+if [[ -n "$smol" && ! -f "$smol" ]]; then
+  echo "FAIL: LAYA_SMOLLM2_GGUF names $smol, which does not exist"
+  fails=$((fails + 1))
+elif [[ -n "$smol" ]]; then
   chat_fx="$(dirname "${BASH_SOURCE[0]}")/../fixtures/decoder/chat_templates.json"
   want=$(python3 -c '
 import json, sys

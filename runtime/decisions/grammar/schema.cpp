@@ -488,28 +488,6 @@ Status canonical(const Schema& s, int32_t idx, const Value& v, const SchemaOptio
 
 }  // namespace
 
-const char* node_kind_name(NodeKind k) {
-  switch (k) {
-    case NodeKind::kObject:
-      return "object";
-    case NodeKind::kArray:
-      return "array";
-    case NodeKind::kString:
-      return "string";
-    case NodeKind::kInteger:
-      return "integer";
-    case NodeKind::kNumber:
-      return "number";
-    case NodeKind::kBoolean:
-      return "boolean";
-    case NodeKind::kNull:
-      return "null";
-    case NodeKind::kEnum:
-      return "enum";
-  }
-  return "?";
-}
-
 Result<Decimal> decimal_of(const Value& number) {
   if (!number.is_number()) return Status(StatusCode::kInvalidArgument, "not a number");
   return decimal_parse(number.as_string());

@@ -53,7 +53,6 @@ enum class NodeKind : uint8_t {
   kNull,
   kEnum
 };
-const char* node_kind_name(NodeKind k);  // "object", ..., "enum"
 
 struct Property {
   std::string name;

@@ -15,7 +15,7 @@
 //  - a token with a non-empty piece whose bytes walk from s through defined transitions without
 //    passing *through* a slot entry: the walk may end at an entry, or start at one, but may not go
 //    on past an entry it reached. A slot's text is therefore entered only at a token boundary,
-//    where the decoder can score its options as wholes (planned: issue 8 item 5); a
+//    where the decoder can score its options as wholes (runtime/decisions/decoder_decide.h); a
 //    sampler that ignores slots loses nothing: every slot text can still be written token by
 //    token from the entry on.
 // Every state reachable this way can still complete: each live character state has a path to an
