@@ -164,7 +164,8 @@ def readme_example(model):
     With the reference kernels (double sums, the same on every CPU) the output is the SDK's bytes.
     With the CPU's own kernels (auto) a 4-decimal value may round the other way when it lies at a
     rounding boundary: examples/support-ticket.json's act probability rounds to 0.7903 as the SDK
-    on AVX2 and to 0.7904 on SSE4 and AVX-512 (f32 sums in another order). So auto must print
+    with the AVX2 and AVX-512 kernels and to 0.7904 with SSE4 and SCALAR (f32 sums in another
+    order). So auto must print
     the same JSON with every number within one unit of the last printed digit.
     """
     examples = os.path.join(FIXTURES, "..", "..", "examples")
