@@ -500,6 +500,14 @@ LAYA_API laya_status laya_score(laya_context* ctx, const int32_t* ids, size_t n_
 /* Set how laya_decide samples a decoder's schema decisions (greedy by default). */
 LAYA_API laya_status laya_context_set_sampling(laya_context* ctx, const laya_sampling* s);
 
+/* Streaming for the decoder schema decisions that follow on this context (laya_decide and
+ * laya_decide_batch on a schema body, laya_decide_schema): on_token gets each token committed to
+ * the decision's text as it is committed (forced text, sampled tokens, a scored field's chosen
+ * option; their pieces concatenated are the decision's JSON text), and abort is polled before
+ * each step. Nonzero from either stops the decision: LAYA_E_ABORTED, no fallback. NULL: none. */
+LAYA_API laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on_token,
+                                             laya_abort_fn abort, void* user);
+
 /* ---- tokens -------------------------------------------------------------------------------- */
 
 /* The model's tokenizer: ids into ids[capacity] (*n_ids: how many; LAYA_E_BUFFER_TOO_SMALL when

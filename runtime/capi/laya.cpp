@@ -736,6 +736,17 @@ laya_status laya_context_set_sampling(laya_context* ctx, const laya_sampling* s)
   return LAYA_OK;
 }
 
+laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on_token,
+                                   laya_abort_fn abort, void* user) {
+  if (ctx == nullptr) return LAYA_E_INVALID_ARGUMENT;
+  d::Context::Stream s;
+  s.on_token = on_token;
+  s.abort = abort;
+  s.user = user;
+  ctx_of(ctx)->set_stream(s);
+  return LAYA_OK;
+}
+
 laya_status laya_tokenize(laya_context* ctx, const char* text, size_t text_len, int32_t add_special,
                           int32_t* ids, size_t capacity, size_t* n_ids) {
   if (ctx == nullptr || (text == nullptr && text_len > 0)) return LAYA_E_INVALID_ARGUMENT;

@@ -444,6 +444,21 @@ Status Context::decide_decoder(std::string_view body, const SamplerConfig& sampl
   runtime::DecoderDecideOptions opts;
   opts.sampler = sampler;
   opts.load_ms = runner_->load_ms();
+  stream_.stopped = false;
+  if (stream_.on_token != nullptr) {
+    opts.on_token = [](void* user, int32_t id, std::string_view piece) {
+      Stream& s = *static_cast<Stream*>(user);
+      if (!s.stopped && s.on_token(s.user, id, piece.data(), piece.size()) != 0) s.stopped = true;
+    };
+    opts.on_token_user = &stream_;
+  }
+  if (stream_.on_token != nullptr || stream_.abort != nullptr) {
+    opts.abort = [](void* user) {
+      Stream& s = *static_cast<Stream*>(user);
+      return s.stopped || (s.abort != nullptr && s.abort(s.user) != 0);
+    };
+    opts.abort_user = &stream_;
+  }
   LAYA_RETURN_IF_ERROR(decider_->decide(req, opts, &call_->dec_out));
   call_->json = json::dump(call_->dec_out.json);
   return Status::ok();

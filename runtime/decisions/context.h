@@ -160,6 +160,16 @@ class Context {
   Status explain(std::string_view body);
   // How decide() samples a decoder's schema decisions (greedy by default).
   void set_sampler(const SamplerConfig& sc);
+  // Streaming for the decoder schema decisions that follow (decide, decide_batch, decide_schema):
+  // each token committed to the decision's text (nonzero from it stops the decision: kAborted),
+  // and a poll before each step (nonzero: kAborted). Null: none. The C API's callback types.
+  struct Stream {
+    int (*on_token)(void* user, int32_t id, const char* piece, size_t len) = nullptr;
+    int (*abort)(void* user) = nullptr;
+    void* user = nullptr;
+    bool stopped = false;  // on_token asked to stop
+  };
+  void set_stream(const Stream& s) { stream_ = s; }
   Status generate(const GenerateParams& p);
   // Teacher forcing: after each of `ids`, fn(position, logits f32 [vocab]).
   Status score(std::span<const int32_t> ids,
@@ -228,6 +238,7 @@ class Context {
   std::unique_ptr<runtime::PrefixCache> prefix_;
   std::unique_ptr<runtime::DecoderDecider> decider_;
   SamplerConfig sampler_;
+  Stream stream_;
   Call* call_ = nullptr;  // the last call's results, in the arena
   char error_[Status::kMaxMessage + 1] = {};
   uint64_t calls_ = 0;

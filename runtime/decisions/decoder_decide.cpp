@@ -612,6 +612,8 @@ class DecoderDecider::SchemaWalk {
   Status run(SchemaDecision* out) {
     logits_ = d_.runner_->last_logits().data();
     while (!m_.complete()) {
+      if (opts_.abort != nullptr && opts_.abort(opts_.abort_user))
+        return Status(StatusCode::kAborted, "the abort callback stopped the decision");
       const int32_t s = m_.state();
       const int32_t slot = ta_.chars().entry_slot(s);
       bool stop = false;
@@ -661,6 +663,13 @@ class DecoderDecider::SchemaWalk {
     logits_ = d_.runner_->last_logits().data();
     out_ids_.insert(out_ids_.end(), ids.begin(), ids.end());
     text_.append(bytes);
+    if (opts_.on_token != nullptr) {
+      if (ids.size() == 1) {
+        opts_.on_token(opts_.on_token_user, ids[0], bytes);
+      } else {
+        for (int32_t id : ids) opts_.on_token(opts_.on_token_user, id, d_.vocab().piece(id));
+      }
+    }
     items_.feed(bytes);
     if (first_token_ms_ < 0) first_token_ms_ = elapsed();
     return Status::ok();

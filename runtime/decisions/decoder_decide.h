@@ -166,6 +166,13 @@ struct DecoderDecideOptions {
   // overrun). `clock_ctx` is the caller's, borrowed for the call.
   double (*clock_ms)(void* ctx) = nullptr;
   void* clock_ctx = nullptr;
+  // Streaming a schema decision: each token committed to the decision's text, with its bytes, as
+  // it is committed (forced text, sampled tokens, the chosen option of a scored field).
+  void (*on_token)(void* user, int32_t id, std::string_view piece) = nullptr;
+  void* on_token_user = nullptr;
+  // Polled before each step of a schema decision: true stops it with kAborted (no fallback).
+  bool (*abort)(void* user) = nullptr;
+  void* abort_user = nullptr;
 };
 
 // Label logits of one state's questions (before temperature): scores[j][i] is option slot i of

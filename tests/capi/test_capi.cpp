@@ -431,6 +431,37 @@ TEST_CASE("decoders: schema decisions, fields, generation, callbacks, scoring, l
   CHECK(res.fallback == 1);
   sr.fallback = nullptr;
   CHECK(laya_decide_schema(c.ctx, &sr, nullptr, 0, &n) == LAYA_E_LIMIT);
+  // Streaming a schema decision: the pieces are the decision's text; stopping aborts the call
+  // and leaves the context usable.
+  struct Pieces {
+    std::string text;
+    int calls = 0, stop_at = 0;
+  } pieces;
+  auto on_piece = [](void* user, int32_t, const char* piece, size_t len) {
+    auto* p = static_cast<Pieces*>(user);
+    p->text.append(piece, len);
+    return ++p->calls == p->stop_at ? 1 : 0;
+  };
+  REQUIRE(laya_context_set_stream(c.ctx, on_piece, nullptr, &pieces) == LAYA_OK);
+  sr.fallback = nullptr;
+  sr.max_tokens = 0;
+  REQUIRE(laya_decide_schema(c.ctx, &sr, nullptr, 0, &n) == LAYA_OK);
+  REQUIRE(laya_result_schema(c.ctx, 0, &res) == LAYA_OK);
+  REQUIRE(res.fallback == 0);
+  CHECK(pieces.calls >= 3);
+  INFO(pieces.text);
+  REQUIRE(laya::json::parse(pieces.text).is_ok());
+  CHECK(*laya::json::parse(pieces.text) == *laya::json::parse(res.decision_json));
+  pieces = Pieces();
+  pieces.stop_at = 2;
+  CHECK(c.decide(example("industrial-alarm.json"), &json) == LAYA_E_ABORTED);
+  CHECK(pieces.calls == 2);
+  CHECK(laya_result_states(c.ctx) == 0);
+  REQUIRE(laya_context_set_stream(c.ctx, nullptr, [](void*) { return 1; }, nullptr) == LAYA_OK);
+  CHECK(c.decide(example("industrial-alarm.json"), &json) == LAYA_E_ABORTED);
+  REQUIRE(laya_context_set_stream(c.ctx, nullptr, nullptr, nullptr) == LAYA_OK);
+  REQUIRE(c.decide(example("industrial-alarm.json"), &json) == LAYA_OK);
+  CHECK(laya_context_set_stream(nullptr, nullptr, nullptr, nullptr) == LAYA_E_INVALID_ARGUMENT);
   // Generation: streaming callback (stop after 3), abort, the result accessors.
   struct Stream {
     int tokens = 0;
