@@ -285,8 +285,9 @@ LAYA_API laya_status laya_decide(laya_context* ctx, const char* body, size_t bod
 
 /* Several request bodies answered together (an encoder packs their rows into shared forward
  * passes; every result is byte-identical to the body alone). items[i].status is body i's; its
- * JSON is at out + items[i].json_offset, items[i].json_len bytes (NUL-terminated). Returns
- * LAYA_OK when the bodies were processed (each may still have failed on its own). */
+ * JSON is at out + items[i].json_offset, items[i].json_len bytes (NUL-terminated), or for a
+ * body that failed, its message (what laya_context_error gives after laya_decide of it alone).
+ * Returns LAYA_OK when the bodies were processed (each may still have failed on its own). */
 typedef struct laya_batch_item {
   const char* body;
   size_t body_len;

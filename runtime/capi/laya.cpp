@@ -451,18 +451,23 @@ laya_status laya_decide_batch(laya_context* ctx, laya_batch_item* items, size_t 
     if (out_len != nullptr) *out_len = 0;
     return to_status(st.code());
   }
+  // Body i's JSON, or for a body that failed its message.
+  auto text_of = [c](size_t i) {
+    const Status& s = c->status_of(i);
+    return s.is_ok() ? c->json_of(i) : std::string_view(s.message());
+  };
   size_t need = 0;
   for (size_t i = 0; i < n; ++i) {
     items[i].status = to_status(c->status_of(i).code());
     items[i].json_offset = need;
-    items[i].json_len = c->json_of(i).size();
+    items[i].json_len = text_of(i).size();
     need += items[i].json_len + 1;
   }
   if (out_len != nullptr) *out_len = need;
   if (out == nullptr) return LAYA_OK;
   if (out_capacity < need) return LAYA_E_BUFFER_TOO_SMALL;
   for (size_t i = 0; i < n; ++i) {
-    const std::string_view j = c->json_of(i);
+    const std::string_view j = text_of(i);
     std::memcpy(out + items[i].json_offset, j.data(), j.size());
     out[items[i].json_offset + j.size()] = '\0';
   }

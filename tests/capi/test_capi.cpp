@@ -363,8 +363,14 @@ TEST_CASE("decide_batch: every result byte-identical to its body alone, statuses
   CHECK(items[1].status == LAYA_E_REQUEST_INVALID);
   CHECK(items[2].status == LAYA_OK);
   CHECK(std::string(out.data() + items[0].json_offset, items[0].json_len) == jb);
-  CHECK(items[1].json_len == 0);
   CHECK(std::string(out.data() + items[2].json_offset, items[2].json_len) == ja);
+  // A failed body's message in place of its JSON: the one laya_decide gives it alone.
+  std::string jbad;
+  CHECK(c.decide(bad, &jbad) == LAYA_E_REQUEST_INVALID);
+  const std::string alone = laya_context_error(c.ctx);
+  CHECK(!alone.empty());
+  REQUIRE(laya_decide_batch(c.ctx, items, 3, out.data(), out.size(), &n) == LAYA_OK);
+  CHECK(std::string(out.data() + items[1].json_offset, items[1].json_len) == alone);
   std::vector<char> small(n - 1);
   CHECK(laya_decide_batch(c.ctx, items, 3, small.data(), small.size(), &n) ==
         LAYA_E_BUFFER_TOO_SMALL);
