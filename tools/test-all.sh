@@ -16,6 +16,10 @@ find ir kernels hal frontends runtime include tools tests bench examples \( -nam
 # paths, the SmolLM2 GGUF second (tests/frontends/test_gguf.cpp reads LAYA_SMOLLM2_GGUF).
 LAYA_SMOLLM2_GGUF=$(tools/fetch-models.sh | sed -n 2p)
 export LAYA_SMOLLM2_GGUF
+# The official client for the laya-serve tests (typesafe-sdk from PyPI, in a small venv).
+tools/setup-test-venv.sh build-venv
+LAYA_TEST_PYTHON=$(pwd)/build-venv/bin/python
+export LAYA_TEST_PYTHON
 [ -d build-release ] || meson setup build-release --buildtype=release
 ninja -C build-release -j "$jobs"
 meson test -C build-release --print-errorlogs --num-processes "$jobs"

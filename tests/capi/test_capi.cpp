@@ -463,7 +463,8 @@ TEST_CASE("decoders: schema decisions, fields, generation, callbacks, scoring, l
   CHECK(c.decide(example("industrial-alarm.json"), &json) == LAYA_E_ABORTED);
   CHECK(pieces.calls == 2);
   CHECK(laya_result_states(c.ctx) == 0);
-  REQUIRE(laya_context_set_stream(c.ctx, nullptr, [](void*) { return 1; }, nullptr) == LAYA_OK);
+  REQUIRE(laya_context_set_stream(
+              c.ctx, nullptr, [](void*) { return 1; }, nullptr) == LAYA_OK);
   CHECK(c.decide(example("industrial-alarm.json"), &json) == LAYA_E_ABORTED);
   REQUIRE(laya_context_set_stream(c.ctx, nullptr, nullptr, nullptr) == LAYA_OK);
   REQUIRE(c.decide(example("industrial-alarm.json"), &json) == LAYA_OK);

@@ -75,7 +75,9 @@ int64_t positive_or(const std::optional<std::string>& raw, int64_t dflt) {
   return v && *v > 0 ? *v : dflt;
 }
 
-std::string repr(const std::string& s) { return py::repr(s); }
+std::string repr(const std::string& s) {
+  return py::repr(s);
+}
 
 bool env_config(Config* c, std::string* err) {
   if (auto v = env("LAYA_HOST")) c->host = *v;
@@ -99,8 +101,8 @@ bool env_config(Config* c, std::string* err) {
     c->log_level = s;
   }
   if (auto v = env("LAYA_API_KEY")) c->api_key = *v;
-  c->max_concurrent = static_cast<int>(
-      std::min<int64_t>(positive_or(env("LAYA_MAX_CONCURRENT"), 16), 100000));
+  c->max_concurrent =
+      static_cast<int>(std::min<int64_t>(positive_or(env("LAYA_MAX_CONCURRENT"), 16), 100000));
   if (auto v = env("LAYA_BODY_READ_TIMEOUT"); v && !strip(*v).empty()) {
     const std::optional<double> t = py_float(*v);
     if (t && std::isfinite(*t) && *t > 0) c->body_read_timeout_s = *t;
@@ -129,10 +131,10 @@ bool env_config(Config* c, std::string* err) {
     }
     if (!j->is_object()) {
       *err = "invalid LAYA_EXTRA_MODELS: a JSON object {name: source}, got " +
-             std::string(j->is_array()    ? "list"
-                         : j->is_string() ? "str"
-                         : j->is_bool()   ? "bool"
-                         : j->is_null()   ? "NoneType"
+             std::string(j->is_array()     ? "list"
+                         : j->is_string()  ? "str"
+                         : j->is_bool()    ? "bool"
+                         : j->is_null()    ? "NoneType"
                          : j->is_integer() ? "int"
                                            : "float");
       return false;

@@ -36,13 +36,13 @@ struct Config {
   bool auto_task = false;             // LAYA_AUTO_TASK
   std::string log_level = "info";     // LAYA_LOG_LEVEL
   // ours
-  double batch_window_ms = 10;      // --batch-window-ms: how long a batch waits to fill
-  int max_batch = 16;               // --max-batch: requests per batch (1: batching off)
-  int workers = 1;                  // --workers: contexts (threads making decisions) per model
+  double batch_window_ms = 10;  // --batch-window-ms: how long a batch waits to fill
+  int max_batch = 16;           // --max-batch: requests per batch (1: batching off)
+  int workers = 1;              // --workers: contexts (threads making decisions) per model
   std::string sequence_header = "X-Laya-Sequence";  // --sequence-header: the ordering key
-  double keep_alive_s = 5;          // --keep-alive: idle connection timeout (uvicorn's 5 s)
-  double drain_timeout_s = 30;      // --drain-timeout: SIGTERM's wait for in-flight requests
-  int io_threads = 1;               // --io-threads: threads serving connections
+  double keep_alive_s = 5;      // --keep-alive: idle connection timeout (uvicorn's 5 s)
+  double drain_timeout_s = 30;  // --drain-timeout: SIGTERM's wait for in-flight requests
+  int io_threads = 1;           // --io-threads: threads serving connections
 };
 
 // The environment, then argv (flags win). On an error: false, with the message upstream prints

@@ -10,12 +10,13 @@
 namespace laya::serve {
 namespace {
 
-const std::vector<double> kLatencyBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                            0.05,   0.1,   0.25,   0.5,   1,    2.5,
-                                            5,      10};
+const std::vector<double> kLatencyBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                            0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 const std::vector<double> kBatchBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 
-std::string num(double v) { return json::python_float_repr(v); }
+std::string num(double v) {
+  return json::python_float_repr(v);
+}
 
 // A label value escaped as the text format asks (backslash, quote, newline).
 std::string label(const std::string& v) {
@@ -91,7 +92,9 @@ void Metrics::batch(int size, double infer_seconds) {
   infer_seconds_.observe(infer_seconds);
 }
 
-void Metrics::queue_wait(double seconds) { queue_seconds_.observe(seconds); }
+void Metrics::queue_wait(double seconds) {
+  queue_seconds_.observe(seconds);
+}
 
 void Metrics::model_event(const std::string& model, const std::string& event, bool ok) {
   std::lock_guard<std::mutex> lk(mu_);
@@ -101,7 +104,8 @@ void Metrics::model_event(const std::string& model, const std::string& event, bo
 std::string Metrics::text(const std::vector<ModelRow>& models) const {
   std::string out;
   std::lock_guard<std::mutex> lk(mu_);
-  header(&out, "laya_serve_requests_total", "counter", "HTTP requests answered, by route and status.");
+  header(&out, "laya_serve_requests_total", "counter",
+         "HTTP requests answered, by route and status.");
   for (const auto& [k, n] : requests_)
     out += "laya_serve_requests_total{route=\"" + label(k.first) + "\",status=\"" +
            std::to_string(k.second) + "\"} " + std::to_string(n) + "\n";

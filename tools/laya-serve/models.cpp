@@ -143,8 +143,8 @@ std::shared_ptr<ServedModel> ServedModel::load(const std::string& name, const st
     // Warm-up: the first decision pays for first-touch pages and the kernels' first runs; the
     // reload check is the same call (a model that cannot answer it is refused).
     size_t n = 0;
-    laya_status s = laya_decide(wk->ctx, kWarmBody, sizeof kWarmBody - 1, wk->out.data(),
-                                wk->out.size(), &n);
+    laya_status s =
+        laya_decide(wk->ctx, kWarmBody, sizeof kWarmBody - 1, wk->out.data(), wk->out.size(), &n);
     if (s != LAYA_OK) {
       *err = std::string("the warm-up decision failed: ") + laya_status_string(s) + ": " +
              laya_context_error(wk->ctx);

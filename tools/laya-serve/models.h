@@ -64,7 +64,7 @@ class CompletionQueue {
   explicit CompletionQueue(size_t capacity);
   ~CompletionQueue();
   int fd() const { return fd_; }
-  void push(Job* j);              // any thread
+  void push(Job* j);                    // any thread
   size_t drain(Job** out, size_t max);  // the I/O side, after the eventfd fired
 
  private:

@@ -108,7 +108,17 @@ bool router_name(const std::string& s) {
   return true;
 }
 
-enum class Route { kNone, kSystemOne, kBatch, kDecide, kHealth, kReady, kModels, kMetrics, kReload };
+enum class Route {
+  kNone,
+  kSystemOne,
+  kBatch,
+  kDecide,
+  kHealth,
+  kReady,
+  kModels,
+  kMetrics,
+  kReload
+};
 
 struct RouteInfo {
   const char* path;
@@ -168,7 +178,7 @@ int zstd_decode(const std::string& in, size_t cap, std::string* out) {
     }
     out->append(buf, ob.pos);
     if (ret == 0 && ib.pos == ib.size) break;  // every frame complete, the input consumed
-    if (ib.pos == ib.size && ob.pos == 0) {     // no input left and no progress: truncated
+    if (ib.pos == ib.size && ob.pos == 0) {    // no input left and no progress: truncated
       status = 400;
       break;
     }
@@ -257,7 +267,8 @@ struct Server::Impl {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& s, Server::Impl& srv) : stream_(std::move(s)), srv_(srv) {
+  Session(tcp::socket&& s, Server::Impl& srv)
+      : stream_(std::move(s)), srv_(srv), body_timer_(stream_.get_executor()) {
     srv_.metrics.connection(1);
   }
   ~Session() {
@@ -311,8 +322,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (request_id_.empty()) request_id_ = srv_.next_request_id();
     std::string_view target(req.target().data(), req.target().size());
     if (size_t q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
-    const bool has_body = (req.has_content_length() && req.payload_size().value_or(0) > 0) ||
-                          req.chunked();
+    const bool has_body =
+        (req.has_content_length() && req.payload_size().value_or(0) > 0) || req.chunked();
     // Route: the path, the trailing-slash redirect, the method.
     route_name_ = "other";
     const RouteInfo* hit = nullptr;
@@ -361,7 +372,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (route_ == Route::kReload && srv_.cfg.api_key.empty() &&
         !stream_.socket().remote_endpoint().address().is_loopback()) {
       close_after_ = has_body;
-      return respond_detail(403, "POST /admin/reload without LAYA_API_KEY is for loopback clients only");
+      return respond_detail(403,
+                            "POST /admin/reload without LAYA_API_KEY is for loopback clients only");
     }
     job_ = srv_.acquire();
     arriving_ = job_ != nullptr;
@@ -383,8 +395,18 @@ class Session : public std::enable_shared_from_this<Session> {
     body_.emplace(std::move(*header_));
     header_.reset();
     body_->body_limit(kMaxBodyBytes);
-    stream_.expires_after(std::chrono::duration_cast<Clock::duration>(
+    // The body's deadline covers the whole read (from here, the 100 Continue included). Our own
+    // timer: a tcp_stream timeout would close the socket before the 408 could be written.
+    stream_.expires_never();
+    body_timed_out_ = false;
+    body_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(srv_.cfg.body_read_timeout_s)));
+    body_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // cancelled: the body arrived
+      self->body_timed_out_ = true;
+      beast::error_code e;
+      self->stream_.socket().cancel(e);
+    });
     if (beast::iequals(body_->get()[http::field::expect], "100-continue")) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
       http::async_write(stream_, *cont,
@@ -403,12 +425,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_body(beast::error_code ec, size_t) {
-    stream_.expires_never();
+    body_timer_.cancel();
     if (ec == http::error::body_limit) {
       close_after_ = true;
       return respond_detail(413, kTooLarge);
     }
-    if (ec == beast::error::timeout) {
+    if (body_timed_out_) {
       close_after_ = true;
       return respond_detail(408, kTimeout);
     }
@@ -486,8 +508,8 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& m : srv_.models.all()) {
       const laya_model_info& i = m->info();
       char desc[512];
-      std::snprintf(desc, sizeof desc, "%s %s model, %lld parameters (%s), from %s",
-                    i.architecture, m->is_decoder() ? "decoder" : "encoder decision",
+      std::snprintf(desc, sizeof desc, "%s %s model, %lld parameters (%s), from %s", i.architecture,
+                    m->is_decoder() ? "decoder" : "encoder decision",
                     static_cast<long long>(i.parameters), i.weight_dtypes, m->path().c_str());
       const std::time_t t = std::chrono::system_clock::to_time_t(m->loaded_at());
       std::tm tm{};
@@ -563,8 +585,9 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       routing->set("model", Value::string((*model)->name()));
       routing->set("repo", Value::string((*model)->path()));
-      routing->set("reason", Value::string(routing->find("reason")->as_string() + "; " +
-                                           py::repr(chosen) + " is not served here, so the default"));
+      routing->set("reason",
+                   Value::string(routing->find("reason")->as_string() + "; " + py::repr(chosen) +
+                                 " is not served here, so the default"));
     }
     return true;
   }
@@ -572,9 +595,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void inference(std::string& raw) {
     Result<Value> parsed = json::parse(raw, json::ParseOptions{}, "request body");
     if (!parsed.is_ok()) {
-      const bool surrogate =
-          std::string_view(parsed.status().message()).find("lone surrogate") !=
-          std::string_view::npos;
+      const bool surrogate = std::string_view(parsed.status().message()).find("lone surrogate") !=
+                             std::string_view::npos;
       return respond_detail(400, surrogate ? kSurrogate : kBadJson);
     }
     Value& body = *parsed;
@@ -616,8 +638,8 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!states.is_array() || states.items().empty() ||
           states.items().size() > static_cast<size_t>(64)) {
         // the library answers these with upstream's messages
-        calls_.push_back(Call{srv_.models.get(srv_.default_model),
-                              rewrite ? json::dump(body) : std::move(raw), {}});
+        calls_.push_back(Call{
+            srv_.models.get(srv_.default_model), rewrite ? json::dump(body) : std::move(raw), {}});
       } else {
         // Each state routed; states of one model answered together, in order.
         std::vector<std::shared_ptr<ServedModel>> chosen;
@@ -763,8 +785,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool strict = srv_.cfg.jev_strict;
     if (route_ == Route::kSystemOne) {
       const Value* routing = routings_.empty() || routings_[0].is_null() ? nullptr : &routings_[0];
-      return respond_json(200, response_text(serve_result(std::move(first).value(), routing,
-                                                          strict)));
+      return respond_json(200,
+                          response_text(serve_result(std::move(first).value(), routing, strict)));
     }
     // The batch route: results in the request's order, each with its routing; total usage.
     size_t n = 0;
@@ -784,7 +806,8 @@ class Session : public std::enable_shared_from_this<Session> {
         if (const Value* t = u->find("input_tokens")) in += t->as_int64().value_or(0);
         if (const Value* t = u->find("output_tokens")) out += t->as_int64().value_or(0);
       }
-      const Value* routing = i < routings_.size() && !routings_[i].is_null() ? &routings_[i] : nullptr;
+      const Value* routing =
+          i < routings_.size() && !routings_[i].is_null() ? &routings_[i] : nullptr;
       list.push(serve_result(std::move(results[i]), routing, strict));
     }
     Value total = Value::object();
@@ -942,6 +965,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   Server::Impl& srv_;
+  net::steady_timer body_timer_;
+  bool body_timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_;
   std::optional<http::request_parser<http::string_body>> body_;
@@ -1147,8 +1172,8 @@ bool Server::listen(std::string* err) {
   if (!ec) s.acceptor->bind(ep, ec);
   if (!ec) s.acceptor->listen(4096, ec);  // bursts of connections queue, not SYN retries
   if (ec) {
-    *err = "cannot listen on " + s.cfg.host + ":" + std::to_string(s.cfg.port) + ": " +
-           ec.message();
+    *err =
+        "cannot listen on " + s.cfg.host + ":" + std::to_string(s.cfg.port) + ": " + ec.message();
     return false;
   }
   const auto bound = s.acceptor->local_endpoint();
