@@ -615,7 +615,8 @@ class Session : public std::enable_shared_from_this<Session> {
       const Value* st = body.is_object() ? body.find("state") : nullptr;
       Value routing;
       std::shared_ptr<ServedModel> model;
-      if (body.is_object() && body.find("questions") && st != nullptr && !st->is_null()) {
+      const Value* qs = body.is_object() ? body.find("questions") : nullptr;
+      if (qs != nullptr && qs->is_object() && st != nullptr && !st->is_null()) {
         if (!pick_model(body, *st, &model, &routing)) return;
       } else {
         model = srv_.models.get(srv_.default_model);  // the library refuses the body
@@ -635,8 +636,9 @@ class Session : public std::enable_shared_from_this<Session> {
         rewrite = true;
       }
       const Value& states = *body.find("states");
+      const Value* qs = body.find("questions");
       if (!states.is_array() || states.items().empty() ||
-          states.items().size() > static_cast<size_t>(64)) {
+          states.items().size() > static_cast<size_t>(64) || (qs != nullptr && !qs->is_object())) {
         // the library answers these with upstream's messages
         calls_.push_back(Call{
             srv_.models.get(srv_.default_model), rewrite ? json::dump(body) : std::move(raw), {}});

@@ -8,8 +8,8 @@
 #
 # Pins are the versions of the reference venv the fixtures were made with (pip freeze of /work/refvenv,
 # laya 0.4.15). PyPI's Linux torch wheel is the CUDA build (PyPI has no CPU-only variant); it runs on CPU
-# here and the scripts force the CPU device. fastapi is only there so run_laya_cases.py can call laya.serve's
-# request-limit checks (they raise fastapi.HTTPException). Needs python3 (3.10+) with the venv module.
+# here and the scripts force the CPU device. fastapi and uvicorn run upstream's laya-serve
+# (record_serve.py, bench/serve_bench.py); typesafe-sdk is the official client. Needs python3 (3.10+) with the venv module.
 set -euo pipefail
 
 if [[ $# -ne 1 || "$1" == -* ]]; then
@@ -35,7 +35,10 @@ python=${PYTHON:-python3}
   sentencepiece==0.2.3 \
   protobuf==7.36.2 \
   pydantic==2.14.4 \
-  fastapi==0.165.0
+  fastapi==0.165.0 \
+  uvicorn==0.55.0 \
+  'typesafe-sdk[zstd]==0.7.5' \
+  prometheus_client==0.26.0
 
 if [[ "${WITH_LLAMA_CPP:-0}" == 1 ]]; then
   "$venv/bin/pip" install --disable-pip-version-check llama-cpp-python==0.3.36
