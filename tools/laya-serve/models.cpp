@@ -1,5 +1,6 @@
 #include "tools/laya-serve/models.h"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -203,6 +204,7 @@ bool ServedModel::eligible(const Job* j, const std::vector<Job*>& batch, uint64_
 }
 
 void ServedModel::work(Worker* w) {
+  pthread_setname_np(pthread_self(), "laya-worker");
   std::vector<Job*>& batch = w->batch;
   const size_t max = static_cast<size_t>(opts_.max_batch);
   const auto window = std::chrono::duration_cast<Clock::duration>(
