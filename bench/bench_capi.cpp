@@ -12,6 +12,7 @@
 //   build/bench/laya-bench-capi --benchmark_repetitions=15
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 //
+// BM_decide_batch/N: N copies of the request in one laya_decide_batch (items/s: requests/s).
 // LAYA_BENCH_MODEL / LAYA_BENCH_REQUEST override the model file and the request body.
 #include <benchmark/benchmark.h>
 
@@ -92,7 +93,7 @@ struct CContext {
   laya_context* ctx = nullptr;
   std::vector<Block> blocks;
   std::string error;
-  CContext() {
+  explicit CContext(int64_t max_batch = 0) {
     laya_model_params mp = laya_model_default_params();
     mp.n_threads = 1;
     laya_error err;
@@ -100,8 +101,10 @@ struct CContext {
       error = err.message;
       return;
     }
+    laya_context_limits lim = laya_context_default_limits();
+    lim.max_batch = max_batch;
     laya_memory_requirements req = laya_memory_requirements_init();
-    if (laya_context_requirements(model, nullptr, &req, &err) != LAYA_OK) {
+    if (laya_context_requirements(model, &lim, &req, &err) != LAYA_OK) {
       error = err.message;
       return;
     }
@@ -110,7 +113,7 @@ struct CContext {
       blocks.push_back(aligned_block(req.size[r], req.alignment[r]));
       regions[r] = {blocks.back().get(), req.size[r]};
     }
-    if (laya_context_create(model, nullptr, regions, &ctx, &err) != LAYA_OK) error = err.message;
+    if (laya_context_create(model, &lim, regions, &ctx, &err) != LAYA_OK) error = err.message;
   }
   ~CContext() {
     laya_context_destroy(ctx);
@@ -140,6 +143,25 @@ void decide_capi(benchmark::State& state, bool typed) {
   }
 }
 
+// Batches of N copies of the request through laya_decide_batch (one packed forward pass per
+// batch within the context's 4,096 tokens): requests/s per batch size says where batching stops
+// paying on this model (laya-serve's dynamic batching, docs/serving.md).
+void BM_decide_batch(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  CContext c(32);
+  if (!c.error.empty()) return state.SkipWithError(c.error.c_str());
+  std::vector<laya_batch_item> items(n);
+  std::vector<char> out(n << 16);
+  for (auto _ : state) {
+    for (laya_batch_item& it : items) it = {body().data(), body().size(), LAYA_OK, 0, 0};
+    size_t len = 0;
+    if (laya_decide_batch(c.ctx, items.data(), n, out.data(), out.size(), &len) != LAYA_OK)
+      return state.SkipWithError(laya_context_error(c.ctx));
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
+}
+
 void BM_decide_capi(benchmark::State& state) {
   decide_capi(state, false);
 }
@@ -150,6 +172,15 @@ void BM_decide_capi_typed(benchmark::State& state) {
 BENCHMARK(BM_decide_cpp)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(BM_decide_capi)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(BM_decide_capi_typed)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(BM_decide_batch)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(32)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5);
 
 }  // namespace
 

@@ -1185,6 +1185,11 @@ bool Server::listen(std::string* err) {
   return true;
 }
 
+int Server::port() const {
+  beast::error_code ec;
+  return impl_->acceptor ? impl_->acceptor->local_endpoint(ec).port() : 0;
+}
+
 int Server::run() {
   Impl& s = *impl_;
   s.cq_fd = std::make_unique<net::posix::stream_descriptor>(s.ioc, dup(s.cq->fd()));

@@ -34,6 +34,7 @@ class Server {
   bool load_models(std::string* err);
   // Binds and listens; prints "laya-serve: listening on http://HOST:PORT" to stdout.
   bool listen(std::string* err);
+  int port() const;  // the bound port (after listen)
   // Serves until SIGTERM / SIGINT, then drains; returns the exit code (0).
   int run();
 
