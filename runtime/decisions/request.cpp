@@ -423,6 +423,10 @@ Result<Question> parse_question(const std::string& id, const Value& def) {
   return out;
 }
 
+Status check_server_limits(const Value& state, const Value* questions, int max_choice) {
+  return check_request_limits(state, questions, max_choice);
+}
+
 Result<DecisionRequest> parse_request(std::string_view body) {
   if (body.size() > kMaxBodyBytes) return too_large("request body too large");
   json::ParseOptions opts;

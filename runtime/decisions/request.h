@@ -59,6 +59,7 @@ inline constexpr int kMaxQuestions = 64;
 inline constexpr int kMaxStateChars = 50000;
 inline constexpr int kMaxBatchStates = 64;
 inline constexpr int kMaxChoiceOptions = 100;
+inline constexpr int kMaxTournamentChoiceOptions = 255;  // with LAYA_TOURNAMENT_GROUP
 inline constexpr int kMaxScoreLevels = 32;
 inline constexpr int kMaxTotalOptions = 512;
 inline constexpr int kMaxTokenBudget = 8192;
@@ -123,6 +124,11 @@ struct DecisionRequest {
 enum class RequestMode : uint8_t { kServer, kLibrary };
 
 // Parses and validates a request body (see the list above). Never reads more than kMaxBodyBytes.
+// serve._check_request_limits on one state: 'state' required, questions an object, at most 64
+// questions, `max_choice` options per choice (100; 255 for a server running tournaments), 32
+// score levels and no null level, 512 options in all, 50,000 state characters.
+Status check_server_limits(const json::Value& state, const json::Value* questions, int max_choice);
+
 Result<DecisionRequest> parse_request(std::string_view body);
 Result<DecisionRequest> parse_request(const json::Value& body,
                                       RequestMode mode = RequestMode::kServer);

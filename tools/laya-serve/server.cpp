@@ -19,11 +19,13 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/decisions/request.h"
 #include "runtime/decisions/router.h"
 #include "runtime/text/json.h"
 #include "runtime/text/pystr.h"
 #include "tools/laya-serve/metrics.h"
 #include "tools/laya-serve/models.h"
+#include "tools/laya-serve/tournament.h"
 #include "tools/laya-serve/upstream.h"
 
 namespace laya::serve {
@@ -603,6 +605,9 @@ class Session : public std::enable_shared_from_this<Session> {
     Value& body = *parsed;
     calls_.clear();
     routings_.clear();
+    state_models_.clear();
+    tour_.reset();
+    tour_template_.reset();
     stream_requested_ = false;
     bool rewrite = false;
     if (route_ == Route::kSystemOne) {
@@ -657,6 +662,7 @@ class Session : public std::enable_shared_from_this<Session> {
           routings_.push_back(std::move(routing));
           chosen.push_back(m);
         }
+        state_models_ = chosen;
         for (size_t i = 0; i < chosen.size(); ++i) {
           Call* c = nullptr;
           for (Call& k : calls_)
@@ -706,6 +712,20 @@ class Session : public std::enable_shared_from_this<Session> {
       calls_.push_back(Call{model, rewrite ? json::dump(body) : std::move(raw), {}});
     }
     if (calls_[0].model == nullptr) return respond_detail(503, "no model is loaded");
+    if (route_ != Route::kDecide && srv_.cfg.tournament_group != 0 && body.is_object()) {
+      const Value* states = body.find("states");
+      const bool runnable = route_ == Route::kSystemOne ||
+                            (states != nullptr && states->is_array() && !states->items().empty() &&
+                             states->items().size() <= 64 && !state_models_.empty());
+      bool refused = false;
+      if (runnable && start_tournament(body, &refused)) {
+        if (refused) return;
+        tour_models_ = state_models_;
+        calls_.resize(1);
+        if (route_ == Route::kBatch) calls_[0].model = tour_models_[0];
+        calls_[0].body = tournament_body();
+      }
+    }
     next_call_ = 0;
     submit(0);
   }
@@ -753,12 +773,13 @@ class Session : public std::enable_shared_from_this<Session> {
     c.batch_size = job_->batch_size;
     c.batch_id = job_->batch_id;
     srv_.metrics.queue_wait(c.queue_ms / 1000.0);
+    if (tour_) return tournament_step();
     if (c.status == LAYA_OK && ++next_call_ < calls_.size()) return submit(next_call_);
     finish_inference();
   }
 
   void finish_inference() {
-    double infer = 0, queue = 0;
+    double infer = tour_infer_ms_, queue = tour_queue_ms_;
     for (const Call& c : calls_) {
       infer += c.infer_ms;
       queue += c.queue_ms;
@@ -779,19 +800,18 @@ class Session : public std::enable_shared_from_this<Session> {
       if (stream_requested_) return sse_end("error", detail_body(c.text));
       return respond_detail(st, c.text);
     }
+    if (tour_) {  // the tournament's results, rebuilt
+      if (route_ == Route::kSystemOne) return respond_result(std::move(tour_results_[0]));
+      return respond_batch(std::move(tour_results_));
+    }
     Result<Value> first = json::parse(calls_[0].text);
     if (!first.is_ok()) return respond_detail(500, kInferenceFailed);
     if (route_ == Route::kDecide) {
       if (stream_requested_) return sse_end("decision", response_text(*first));
       return respond_json(200, response_text(*first));
     }
-    const bool strict = srv_.cfg.jev_strict;
-    if (route_ == Route::kSystemOne) {
-      const Value* routing = routings_.empty() || routings_[0].is_null() ? nullptr : &routings_[0];
-      return respond_json(200,
-                          response_text(serve_result(std::move(first).value(), routing, strict)));
-    }
-    // The batch route: results in the request's order, each with its routing; total usage.
+    if (route_ == Route::kSystemOne) return respond_result(std::move(first).value());
+    // The batch route: results in the request's order.
     size_t n = 0;
     for (const Call& c : calls_) n += c.states.size();
     std::vector<Value> results(n);
@@ -802,16 +822,27 @@ class Session : public std::enable_shared_from_this<Session> {
       for (size_t i = 0; i < calls_[k].states.size(); ++i)
         results[calls_[k].states[i]] = std::move(list->items()[i]);
     }
+    respond_batch(std::move(results));
+  }
+
+  // /v1/systemone's answer: the result with its routing, strict or with x_jev_confidence.
+  void respond_result(Value result) {
+    const Value* routing = routings_.empty() || routings_[0].is_null() ? nullptr : &routings_[0];
+    respond_json(200, response_text(serve_result(std::move(result), routing, srv_.cfg.jev_strict)));
+  }
+
+  // The batch route's answer: each result with its state's routing; the total usage.
+  void respond_batch(std::vector<Value> results) {
     int64_t in = 0, out = 0;
     Value list = Value::array();
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < results.size(); ++i) {
       if (const Value* u = results[i].find("usage")) {
         if (const Value* t = u->find("input_tokens")) in += t->as_int64().value_or(0);
         if (const Value* t = u->find("output_tokens")) out += t->as_int64().value_or(0);
       }
       const Value* routing =
           i < routings_.size() && !routings_[i].is_null() ? &routings_[i] : nullptr;
-      list.push(serve_result(std::move(results[i]), routing, strict));
+      list.push(serve_result(std::move(results[i]), routing, srv_.cfg.jev_strict));
     }
     Value total = Value::object();
     total.set("input_tokens", Value::integer(in));
@@ -820,6 +851,94 @@ class Session : public std::enable_shared_from_this<Session> {
     v.set("results", std::move(list));
     v.set("total_usage", std::move(total));
     respond_json(200, response_text(v));
+  }
+
+  // ---- tournament mode (LAYA_TOURNAMENT_GROUP; tournament.h) ----
+
+  // After the body's checks: the tournament of each state, or false to answer in one pass.
+  // Answers (refuses) and returns true when the request cannot go on.
+  bool start_tournament(const Value& body, bool* refused) {
+    *refused = false;
+    const int g = srv_.cfg.tournament_group;
+    const Value* qs = body.find("questions");
+    if (g == 0 || qs == nullptr) return false;
+    // serve._check_request_limits with the tournament's cap, before the plan.
+    const Value* states = route_ == Route::kBatch ? body.find("states") : nullptr;
+    std::vector<Value> each;
+    if (states != nullptr) {
+      each = states->items();
+    } else {
+      const Value* st = body.find("state");
+      each.push_back(st != nullptr ? *st : Value());
+    }
+    for (const Value& st : each) {
+      const Status lim =
+          decision::check_server_limits(st, qs, decision::kMaxTournamentChoiceOptions);
+      if (!lim.is_ok()) {
+        *refused = true;
+        respond_detail(lim.code() == StatusCode::kRequestInvalid    ? 400
+                       : lim.code() == StatusCode::kRequestTooLarge ? 413
+                                                                    : 422,
+                       lim.message());
+        return true;
+      }
+    }
+    Result<std::optional<Tournament>> plan = Tournament::plan(*qs, g);
+    if (!plan.is_ok()) {
+      *refused = true;
+      respond_detail(plan.status().code() == StatusCode::kRequestUnprocessable ? 422 : 500,
+                     plan.status().code() == StatusCode::kRequestUnprocessable
+                         ? std::string_view(plan.status().message())
+                         : kInferenceFailed);
+      return true;
+    }
+    if (!plan->has_value()) return false;
+    tour_template_ = std::move(**plan);
+    tour_base_ = body;
+    for (const char* k : {"states", "batch_size", "sort_by_length"}) {
+      auto& mem = tour_base_.members();
+      mem.erase(
+          std::remove_if(mem.begin(), mem.end(), [k](const json::Member& m) { return m.key == k; }),
+          mem.end());
+    }
+    tour_states_ = std::move(each);
+    tour_state_ = 0;
+    tour_results_.clear();
+    tour_infer_ms_ = tour_queue_ms_ = 0;
+    tour_.emplace(*tour_template_);
+    return true;
+  }
+
+  // The body of the tournament's next call for the current state.
+  std::string tournament_body() {
+    Value b = tour_base_;
+    b.set("state", tour_states_[tour_state_]);
+    b.set("questions", tour_->next_questions());
+    return json::dump(b);
+  }
+
+  // A tournament call came back: the next round, the next state, or the answer.
+  void tournament_step() {
+    Call& c = calls_[0];
+    if (c.status != LAYA_OK) return finish_inference();
+    Result<Value> r = json::parse(c.text);
+    const Status st = r.is_ok() ? tour_->answer(*r) : r.status();
+    if (!st.is_ok()) {
+      log_line("laya-serve: tournament failed: %s%s", st.message());
+      return respond_detail(500, kInferenceFailed);
+    }
+    if (tour_->done()) {
+      tour_results_.push_back(tour_->result());
+      if (++tour_state_ == tour_states_.size()) return finish_inference();
+      tour_.emplace(*tour_template_);
+      if (route_ == Route::kBatch && tour_state_ < tour_models_.size())
+        c.model = tour_models_[tour_state_];
+    }
+    tour_infer_ms_ += c.infer_ms;
+    tour_queue_ms_ += c.queue_ms;
+    c.infer_ms = c.queue_ms = 0;
+    c.body = tournament_body();
+    submit(0);
   }
 
   void reload(const std::string& raw) {
@@ -952,6 +1071,11 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     calls_.clear();
     routings_.clear();
+    state_models_.clear();
+    tour_models_.clear();
+    tour_.reset();
+    tour_template_.reset();
+    tour_results_.clear();
     body_.reset();
     header_.reset();
     close_after_ = false;
@@ -988,6 +1112,13 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<Call> calls_;
   std::vector<Value> routings_;
   size_t next_call_ = 0;
+  // tournament mode
+  std::optional<Tournament> tour_, tour_template_;
+  Value tour_base_;
+  std::vector<Value> tour_states_, tour_results_;
+  std::vector<std::shared_ptr<ServedModel>> tour_models_, state_models_;
+  size_t tour_state_ = 0;
+  double tour_infer_ms_ = 0, tour_queue_ms_ = 0;
   bool stream_requested_ = false;
   bool sse_ = false, sse_writing_ = false, sse_done_ = false, sse_last_sent_ = false;
   std::deque<std::string> sse_queue_;
@@ -1155,8 +1286,6 @@ bool Server::load_models(std::string* err) {
                  "laya-serve: LAYA_MAX_TOKEN_BUDGET=%lld: this build checks max_len and "
                  "head_max_len against 8192\n",
                  static_cast<long long>(s.cfg.max_token_budget));
-  if (s.cfg.tournament_group != 0)
-    std::fprintf(stderr, "laya-serve: LAYA_TOURNAMENT_GROUP is not supported yet; ignored\n");
   return true;
 }
 

@@ -9,7 +9,8 @@ checkpoint, for tests/serve/test_serve_upstream.py, which replays them against o
 Upstream serves tests/fixtures/laya-tiny-modernbert under the router's names `english` and
 `multilingual` (LAYA_EXTRA_MODELS re-points both; the hub is unreachable), default
 `multilingual`, with an API key (so 401 is recorded too); ours serves the converted .laya under
-the same names. Recorded per request: the status, the body, and the headers the contract names
+the same names; the tournament cases run on a second server with LAYA_TOURNAMENT_GROUP=4.
+Recorded per request: the status, the body, and the headers the contract names
 (content-type, retry-after, allow, location, and whether Server-Timing / X-Inference-Time-Ms are
 present with upstream's formats).
 """
@@ -107,6 +108,68 @@ def requests():
     return r
 
 
+def tournament_requests():
+    """For a server with LAYA_TOURNAMENT_GROUP=4."""
+    r = []
+    add = lambda name, path, b: r.append({"name": name, "method": "POST", "path": path, "body": json.dumps(b),
+                                          "headers": dict(AUTH)})
+    big = {"type": "choice", "instructions": "Which product?", "criteria": ["p%d" % i for i in range(150)]}
+    dict12 = {"type": "choice", "instructions": "Which team?",
+              "criteria": {"t%d" % i: "team number %d" % i for i in range(12)}}
+    add("tournament 150 labels", "/v1/systemone", {"state": "I need product p17", "questions": {"p": big, "u": SCORE}})
+    add("tournament dict 12", "/v1/systemone", {"state": "route me", "questions": {"t": dict12, "r": Q["q"]}})
+    add("tournament ordered one pass", "/v1/systemone",
+        {"state": "x", "questions": {"t": dict(dict12, option_order=list(range(12)))}})
+    add("tournament ordered over 100", "/v1/systemone",
+        {"state": "x", "questions": {"p": dict(big, option_order=list(range(150)))}})
+    add("tournament non-string over 100", "/v1/systemone",
+        {"state": "x", "questions": {"p": dict(big, criteria=list(range(150)))}})
+    add("tournament 256 labels", "/v1/systemone",
+        {"state": "x", "questions": {"p": dict(big, criteria=["p%d" % i for i in range(256)])}})
+    add("tournament small", "/v1/systemone", {"state": "x", "questions": {"t": CHOICE}})
+    add("tournament batch", "/v1/systemone/batch", {"states": ["p3 please", "p99 please"], "questions": {"p": big}})
+    return r
+
+
+def serve_and_record(reqs, extra_env):
+    port = free_port()
+    env = dict(os.environ, LAYA_PORT=str(port), LAYA_HOST="127.0.0.1", LAYA_API_KEY=KEY,
+               LAYA_EXTRA_MODELS=json.dumps({"english": CKPT, "multilingual": CKPT}),
+               LAYA_MODELS="english,multilingual", LAYA_DEFAULT_MODEL="multilingual", LAYA_DEVICE="cpu")
+    env.update(extra_env)
+    exe = os.path.join(os.path.dirname(sys.executable), "laya-serve")
+    proc = subprocess.Popen([exe], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    out = []
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=1).read()
+                break
+            except Exception:
+                time.sleep(0.2)
+        for req in reqs:
+            data = req["body"].encode() if req["body"] is not None else None
+            rq = urllib.request.Request("http://127.0.0.1:%d%s" % (port, req["path"]), data=data,
+                                        method=req["method"], headers=req["headers"])
+            try:
+                resp = urllib.request.urlopen(rq, timeout=120)
+                status, headers, b = resp.status, resp.headers, resp.read()
+            except urllib.error.HTTPError as e:
+                status, headers, b = e.code, e.headers, e.read()
+            rec = dict(req)
+            rec["env"] = extra_env
+            rec["status"] = status
+            rec["response"] = b.decode("utf-8")
+            rec["headers_out"] = {k: headers[k] for k in INTERESTING if headers.get(k) is not None}
+            rec["timing"] = headers.get("server-timing") is not None and headers.get("x-inference-time-ms") is not None
+            out.append(rec)
+            print("%-32s %d %s" % (req["name"], status, rec["response"][:80]))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return out
+
+
 INTERESTING = ("content-type", "retry-after", "allow", "www-authenticate")
 
 
@@ -119,39 +182,8 @@ def free_port():
 
 
 def main():
-    port = free_port()
-    env = dict(os.environ, LAYA_PORT=str(port), LAYA_HOST="127.0.0.1", LAYA_API_KEY=KEY,
-               LAYA_EXTRA_MODELS=json.dumps({"english": CKPT, "multilingual": CKPT}),
-               LAYA_MODELS="english,multilingual", LAYA_DEFAULT_MODEL="multilingual", LAYA_DEVICE="cpu")
-    exe = os.path.join(os.path.dirname(sys.executable), "laya-serve")
-    proc = subprocess.Popen([exe], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=1).read()
-                break
-            except Exception:
-                time.sleep(0.2)
-        out = []
-        for req in requests():
-            data = req["body"].encode() if req["body"] is not None else None
-            rq = urllib.request.Request("http://127.0.0.1:%d%s" % (port, req["path"]), data=data,
-                                        method=req["method"], headers=req["headers"])
-            try:
-                resp = urllib.request.urlopen(rq, timeout=120)
-                status, headers, b = resp.status, resp.headers, resp.read()
-            except urllib.error.HTTPError as e:
-                status, headers, b = e.code, e.headers, e.read()
-            rec = dict(req)
-            rec["status"] = status
-            rec["response"] = b.decode("utf-8")
-            rec["headers_out"] = {k: headers[k] for k in INTERESTING if headers.get(k) is not None}
-            rec["timing"] = headers.get("server-timing") is not None and headers.get("x-inference-time-ms") is not None
-            out.append(rec)
-            print("%-28s %d %s" % (req["name"], status, rec["response"][:80]))
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    out = serve_and_record(requests(), {})
+    out += serve_and_record(tournament_requests(), {"LAYA_TOURNAMENT_GROUP": "4"})
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with (gzip.open(OUT, "wt", encoding="utf-8") if OUT.endswith(".gz") else open(OUT, "w")) as f:
         json.dump({"laya": "0.4.15", "checkpoint": "tests/fixtures/laya-tiny-modernbert", "api_key": KEY,
