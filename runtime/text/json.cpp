@@ -311,7 +311,8 @@ class Builder {
   // The length of the valid UTF-8 sequence at t_[at] (0: invalid).
   size_t utf8_at(size_t at) const {
     const auto c = static_cast<unsigned char>(t_[at]);
-    size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    // Leads: C2..DF (2 bytes), E0..EF (3), F0..F4 (4); C0, C1 and F5..FF never start one.
+    size_t n = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
     if (n == 0 || at + n > t_.size()) return 0;
     const auto c1 = static_cast<unsigned char>(t_[at + 1]);
     if ((c1 & 0xC0) != 0x80) return 0;
