@@ -357,6 +357,7 @@ class Session : public std::enable_shared_from_this<Session> {
       extra_.emplace_back("retry-after", "1");
       return respond_detail(503, "server is shutting down");
     }
+    if (hit->verb == http::verb::get && has_body) close_after_ = true;  // its body is not read
     switch (route_) {
       case Route::kHealth:
         return health();
@@ -791,6 +792,11 @@ class Session : public std::enable_shared_from_this<Session> {
                                             std::to_string(calls_.back().batch_size));
     for (const Call& c : calls_) {
       if (c.status == LAYA_OK) continue;
+      if (c.status == LAYA_E_ABORTED) {  // a streaming client went away: nothing to answer
+        close_after_ = true;
+        if (stream_requested_) return sse_end("error", detail_body("aborted"));
+        return respond_detail(499, "client closed the request");
+      }
       const int st = http_status(c.status);
       if (st == 500) {
         log_line("laya-serve: inference failed: %s (%s)", c.text, c.model->name());
