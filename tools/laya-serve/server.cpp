@@ -9,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -217,8 +218,37 @@ struct Server::Impl {
   std::atomic<int> in_flight{0};
   std::atomic<int> arriving{0};  // admitted, not yet queued (models.h BatchOptions)
   std::mutex reload_mu;
-  std::mutex threads_mu;
-  std::vector<std::thread> reload_threads;  // joined when run() ends
+  // Reloads run in turn on one thread (loading takes a while; the I/O threads must not wait).
+  struct ReloadJob {
+    std::string name, path;
+    std::function<void(bool ok, std::string out)> done;  // null: SIGHUP's (logged only)
+  };
+  std::mutex reload_q_mu;
+  std::condition_variable reload_cv;
+  std::deque<ReloadJob> reload_q;
+  bool reload_stop = false;
+  std::thread reloader;
+  void queue_reload(ReloadJob j) {
+    {
+      std::lock_guard<std::mutex> lk(reload_q_mu);
+      reload_q.push_back(std::move(j));
+    }
+    reload_cv.notify_one();
+  }
+  void reload_loop() {
+    std::unique_lock<std::mutex> lk(reload_q_mu);
+    for (;;) {
+      reload_cv.wait(lk, [this] { return reload_stop || !reload_q.empty(); });
+      if (reload_q.empty()) return;  // stopping
+      ReloadJob j = std::move(reload_q.front());
+      reload_q.pop_front();
+      lk.unlock();
+      std::string out;
+      const bool ok = reload(j.name, j.path, &out);
+      if (j.done) j.done(ok, std::move(out));
+      lk.lock();
+    }
+  }
   std::atomic<uint64_t> request_counter{0};
   uint64_t id_seed = 0;
   BatchOptions batch_opts;
@@ -955,16 +985,13 @@ class Session : public std::enable_shared_from_this<Session> {
       if (const Value* m = v->find("model"); m != nullptr && m->is_string()) name = m->as_string();
       if (const Value* p = v->find("path"); p != nullptr && p->is_string()) path = p->as_string();
     }
-    // Loading takes a while: on a thread of its own, answered on this connection's strand.
-    std::lock_guard<std::mutex> lk(srv_.threads_mu);
-    srv_.reload_threads.emplace_back([self = shared_from_this(), name, path] {
-      std::string out;
-      const bool ok = self->srv_.reload(name, path, &out);
-      net::post(self->stream_.get_executor(), [self, ok, out] {
-        if (ok) return self->respond_json(200, out);
-        self->respond_detail(422, out);
-      });
-    });
+    // Loading takes a while: on the reload thread, answered on this connection's strand.
+    srv_.queue_reload({name, path, [self = shared_from_this()](bool ok, std::string out) {
+                         net::post(self->stream_.get_executor(), [self, ok, out] {
+                           if (ok) return self->respond_json(200, out);
+                           self->respond_detail(422, out);
+                         });
+                       }});
   }
 
   // ---- server-sent events (POST /v1/decide with "stream": true) ----
@@ -1336,17 +1363,14 @@ int Server::run() {
                                                                            int sig) {
     if (ec) return;
     if (sig == SIGHUP) {
-      std::lock_guard<std::mutex> lk(s.threads_mu);
-      s.reload_threads.emplace_back([&s] {
-        std::string out;
-        s.reload("", "", &out);
-      });
+      s.queue_reload({"", "", nullptr});
       s.signals.async_wait(on_signal);
       return;
     }
     s.drain_and_stop();
   };
   s.signals.async_wait(on_signal);
+  s.reloader = std::thread([&s] { s.reload_loop(); });
   s.accept();
   // Thread names: tests/serve/alloc_preload.c counts the heap calls of every thread but these.
   pthread_setname_np(pthread_self(), "laya-io");
@@ -1359,9 +1383,12 @@ int Server::run() {
   s.ioc.run();
   for (auto& t : threads) t.join();
   {
-    std::lock_guard<std::mutex> lk(s.threads_mu);
-    for (auto& t : s.reload_threads) t.join();
+    std::lock_guard<std::mutex> lk(s.reload_q_mu);
+    s.reload_stop = true;
+    s.reload_q.clear();
   }
+  s.reload_cv.notify_one();
+  s.reloader.join();
   std::fprintf(stderr, "laya-serve: stopped\n");
   return 0;
 }
