@@ -199,12 +199,8 @@ struct Server::Impl {
   explicit Impl(Config c) : cfg(std::move(c)), signals(ioc) {}
 
   Config cfg;
-  net::io_context ioc;
-  std::optional<tcp::acceptor> acceptor;
-  net::signal_set signals;
   Metrics metrics;
   std::unique_ptr<CompletionQueue> cq;
-  std::unique_ptr<net::posix::stream_descriptor> cq_fd;
   uint64_t cq_value = 0;
   std::vector<Job*> cq_jobs;
   ModelSet models;
@@ -294,6 +290,16 @@ struct Server::Impl {
   void accept();
   void arm_completions();
   void drain_and_stop();
+  void drain_poll();  // every 20 ms until nothing is in flight or the drain timeout passes
+  Clock::time_point drain_until;
+
+  // Declared last, destroyed first: destroying the io_context destroys the handlers still
+  // queued (sessions, timers), whose destructors release job slots and count metrics.
+  net::io_context ioc;
+  std::optional<tcp::acceptor> acceptor;
+  net::signal_set signals;
+  std::unique_ptr<net::posix::stream_descriptor> cq_fd;
+  std::optional<net::steady_timer> drain_timer;
 };
 
 // ---- one connection -----------------------------------------------------------------------
@@ -1234,20 +1240,19 @@ void Server::Impl::drain_and_stop() {
   log_line("laya-serve: %s%s", "draining", "");
   beast::error_code ec;
   acceptor->close(ec);
-  auto timer = std::make_shared<net::steady_timer>(ioc);
-  const Clock::time_point until =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(cfg.drain_timeout_s));
-  auto poll = std::make_shared<std::function<void()>>();
-  *poll = [this, timer, until, poll] {
-    if (in_flight.load() == 0 || Clock::now() >= until) {
-      ioc.stop();
-      return;
-    }
-    timer->expires_after(std::chrono::milliseconds(20));
-    timer->async_wait([poll](beast::error_code) { (*poll)(); });
-  };
-  (*poll)();
+  drain_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(cfg.drain_timeout_s));
+  drain_timer.emplace(ioc);
+  drain_poll();
+}
+
+void Server::Impl::drain_poll() {
+  if (in_flight.load() == 0 || Clock::now() >= drain_until) {
+    ioc.stop();
+    return;
+  }
+  drain_timer->expires_after(std::chrono::milliseconds(20));
+  drain_timer->async_wait([this](beast::error_code) { drain_poll(); });
 }
 
 // ---- Server ---------------------------------------------------------------------------------
