@@ -741,8 +741,8 @@ laya_status laya_context_set_sampling(laya_context* ctx, const laya_sampling* s)
   return LAYA_OK;
 }
 
-laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on_token,
-                                   laya_abort_fn abort, void* user) {
+laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on_token, laya_abort_fn abort,
+                                    void* user) {
   if (ctx == nullptr) return LAYA_E_INVALID_ARGUMENT;
   d::Context::Stream s;
   s.on_token = on_token;

@@ -127,11 +127,11 @@ TEST_CASE("strings: escapes as Python writes them, ensure_ascii, separators and 
 }
 
 TEST_CASE("malformed input is a clear error, never a crash") {
-  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "tru", "\"\\ud800\"", "NaN", "[1] 2",
-                          "\"\xff\"", "1e400", "{\"a\":}", "[\"\x01\"]",
-                          // lead bytes that never start UTF-8 (F5..FF, C0, C1), before valid tails
-                          "\"\xf8\x9e\x98\"", "\"\xf5\x80\x80\x80\"", "\"\xc0\x80\"",
-                          "{\"k\xfe\x80\x80\": 1}"}) {
+  for (const char* bad :
+       {"", "{", "[1,]", "{\"a\" 1}", "tru", "\"\\ud800\"", "NaN", "[1] 2", "\"\xff\"", "1e400",
+        "{\"a\":}", "[\"\x01\"]",
+        // lead bytes that never start UTF-8 (F5..FF, C0, C1), before valid tails
+        "\"\xf8\x9e\x98\"", "\"\xf5\x80\x80\x80\"", "\"\xc0\x80\"", "{\"k\xfe\x80\x80\": 1}"}) {
     CAPTURE(bad);
     Result<Value> r = parse(bad, {}, "request");
     REQUIRE_FALSE(r.is_ok());
