@@ -301,12 +301,12 @@ void Model::fill_info(const std::string& path, std::string_view format) {
     i.max_options = runtime::kMaxDecoderOptions;
     i.chat_format = has_chat_ ? chat_format_name(text_.chat.format()) : "";
   }
-  for (const char* key :
-       {"laya.num_layers", "llama.block_count", "qwen2.block_count", "block_count"})
+  for (const char* key : {"encoder.num_hidden_layers", "laya.num_layers", "llama.block_count",
+                          "qwen2.block_count", "block_count"})
     if (const std::string* v = property(graph_, key); v && i.layers == 0)
       i.layers = std::atoi(v->c_str());
-  for (const char* key :
-       {"laya.hidden_size", "llama.embedding_length", "qwen2.embedding_length", "embedding_length"})
+  for (const char* key : {"encoder.hidden_size", "laya.hidden_size", "llama.embedding_length",
+                          "qwen2.embedding_length", "embedding_length"})
     if (const std::string* v = property(graph_, key); v && i.hidden_size == 0)
       i.hidden_size = std::atoi(v->c_str());
   for (int k = 0; k < 3; ++k) i.temperature[k] = temps_.temperature[k];

@@ -146,6 +146,10 @@ TEST_CASE("opening models: files, memory, every refusal with a message") {
   CHECK(std::string(info.architecture) == "laya");
   CHECK(info.parameters > 0);
   CHECK(info.max_len > 0);
+  // tests/fixtures/laya-tiny-modernbert/encoder/config.json
+  CHECK(info.layers == 4);
+  CHECK(info.hidden_size == 48);
+  CHECK(info.vocab_size == 1024);
   laya_model_close(m);
   REQUIRE(laya_model_open_file(tiny_laya().c_str(), nullptr, &m, nullptr) == LAYA_OK);
   laya_model_close(m);
@@ -386,6 +390,8 @@ TEST_CASE("decoders: schema decisions, fields, generation, callbacks, scoring, l
   REQUIRE(laya_model_info_get(m, &info) == LAYA_OK);
   CHECK(info.kind == LAYA_MODEL_DECODER);
   CHECK(std::string(info.chat_format) == "chatml");
+  CHECK(info.layers == 2);  // tests/fixtures/gguf/tiny-llama.gguf
+  CHECK(info.hidden_size == 64);
   laya_context_limits lim = laya_context_default_limits();
   lim.kv_cells = 2048;
   Ctx c(m, &lim);

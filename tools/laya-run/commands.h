@@ -16,6 +16,9 @@ int cmd_decide(int argc, char** argv);
 // `laya-run calibrate`: decision temperatures fitted on labelled questions (calibrate.cpp).
 int cmd_calibrate(int argc, char** argv);
 
+// `laya-run bench`: latency, throughput and memory of a model through the C API (bench.cpp).
+int cmd_bench(int argc, char** argv);
+
 // `laya-run generate`: greedy tokens from a decoder over a KV cache (runtime/decoder.h).
 int cmd_generate(int argc, char** argv);
 // `laya-run score`: teacher-forced top-K next-token predictions after each prefix of given ids.

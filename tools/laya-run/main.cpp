@@ -14,6 +14,8 @@
 //   laya-run decide --model M.laya --request REQ.json [--explain]
 //   laya-run calibrate --model M.gguf|M.laya --data labelled.jsonl [-o cfg.json] [--holdout F]
 //                                                               (tools/laya-run/calibrate.cpp)
+//   laya-run bench --model M [--lengths 64,128,...] [--runs N] [--batch 1,4,...] [--json]
+//                                                               (tools/laya-run/bench.cpp)
 //
 // Exit codes: 0 success, 1 the model, a file or the runtime failed (message on stderr), 2 bad
 // arguments (tools/cli.h has the rules every option follows).
@@ -63,6 +65,8 @@ constexpr const char* kUsage =
     "  laya-run route --request R              the checkpoint the Laya router would choose\n"
     "  laya-run calibrate --model M --data F   fit a decoder's decision temperatures on\n"
     "                                          labelled questions (JSONL)\n"
+    "  laya-run bench --model M                latency per input length, rows/s per batch,\n"
+    "                                          tokens/s, memory per region (measured)\n"
     "  laya-run COMMAND --help                 options of a command\n"
     "\n"
     "exit codes: 0 ok, 1 model or runtime error, 2 bad arguments\n";
@@ -750,6 +754,7 @@ int main(int argc, char** argv) {
   if (cmd == "decide") return laya::tools::cmd_decide(argc, argv);
   if (cmd == "route") return laya::tools::cmd_route(argc, argv);
   if (cmd == "calibrate") return laya::tools::cmd_calibrate(argc, argv);
+  if (cmd == "bench") return laya::tools::cmd_bench(argc, argv);
   if (cmd == "profile") return tools::cmd_profile(argc, argv);
   if (cmd == "generate") return laya::tools::cmd_generate(argc, argv);
   if (cmd == "score") return laya::tools::cmd_score(argc, argv);
