@@ -58,9 +58,9 @@
 #include <stdint.h>
 
 #define LAYA_VERSION_MAJOR 0
-#define LAYA_VERSION_MINOR 2
+#define LAYA_VERSION_MINOR 3
 #define LAYA_VERSION_PATCH 0
-#define LAYA_VERSION_STRING "0.2.0"
+#define LAYA_VERSION_STRING "0.3.0"
 /* Bumped whenever a struct or a signature below changes incompatibly. */
 #define LAYA_ABI_VERSION 1
 
@@ -107,7 +107,7 @@ typedef struct laya_error {
 
 /* ---- version --------------------------------------------------------------------------- */
 
-LAYA_API const char* laya_version(void); /* "0.2.0" */
+LAYA_API const char* laya_version(void); /* "0.3.0" */
 LAYA_API uint32_t laya_abi_version(void);
 
 /* ---- logging --------------------------------------------------------------------------- */
@@ -282,6 +282,17 @@ LAYA_API laya_status laya_context_stats_get(const laya_context* ctx, laya_contex
  * body: the SDK's result JSON (exactly what laya-run decide prints) into out[out_capacity]. */
 LAYA_API laya_status laya_decide(laya_context* ctx, const char* body, size_t body_len, char* out,
                                  size_t out_capacity, size_t* out_len);
+
+/* Whose checks laya_decide / laya_decide_batch apply to an encoder's body on this context.
+ *  LAYA_RULES_SERVER  upstream laya-serve's /v1/systemone (the default): its request limits (64
+ *                     questions, 100 choice options, 32 score levels, 512 options in all, 50,000
+ *                     state characters, 1..64 states, 2 MiB bodies) and refusals, then the SDK's.
+ *  LAYA_RULES_SDK     the SDK called in process (Agent.predict / predict_batch / decide with the
+ *                     body's fields as arguments): only what the SDK itself raises, with its
+ *                     messages; empty `states` answer []. The context's own limits still hold
+ *                     (max_request_bytes, max_tokens, ...). */
+typedef enum laya_request_rules { LAYA_RULES_SERVER = 0, LAYA_RULES_SDK = 1 } laya_request_rules;
+LAYA_API laya_status laya_context_set_rules(laya_context* ctx, laya_request_rules rules);
 
 /* Several request bodies answered together (an encoder packs their rows into shared forward
  * passes; every result is byte-identical to the body alone). items[i].status is body i's; its

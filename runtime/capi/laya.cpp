@@ -741,6 +741,14 @@ laya_status laya_context_set_sampling(laya_context* ctx, const laya_sampling* s)
   return LAYA_OK;
 }
 
+laya_status laya_context_set_rules(laya_context* ctx, laya_request_rules rules) {
+  if (ctx == nullptr || (rules != LAYA_RULES_SERVER && rules != LAYA_RULES_SDK))
+    return LAYA_E_INVALID_ARGUMENT;
+  ctx_of(ctx)->set_request_mode(rules == LAYA_RULES_SDK ? d::RequestMode::kLibrary
+                                                        : d::RequestMode::kServer);
+  return LAYA_OK;
+}
+
 laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on_token, laya_abort_fn abort,
                                     void* user) {
   if (ctx == nullptr) return LAYA_E_INVALID_ARGUMENT;

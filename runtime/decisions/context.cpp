@@ -422,7 +422,7 @@ Status Context::decide(std::string_view body) {
 }
 
 Status Context::decide_encoder(std::string_view body) {
-  LAYA_ASSIGN_OR_RETURN(DecisionRequest req, parse_request(body));
+  LAYA_ASSIGN_OR_RETURN(DecisionRequest req, parse_request(body, request_mode_));
   LAYA_RETURN_IF_ERROR(run_decision(req, model_->encoder(), model_->specials(), model_->settings(),
                                     *net_, &call_->out));
   call_->json = json::dump(call_->out.json);
@@ -497,7 +497,7 @@ Status Context::decide_batch(size_t n, std::string_view (*body)(const void* item
     const std::string_view b = body(items, i);
     statuses[i] = admit(b, &budget);
     if (!statuses[i].is_ok()) continue;
-    Result<DecisionRequest> r = parse_request(b);
+    Result<DecisionRequest> r = parse_request(b, request_mode_);
     if (!r.is_ok()) {
       statuses[i] = r.status();
       continue;
@@ -554,7 +554,7 @@ Status Context::explain(std::string_view body) {
   CallScope scope(this);
   if (model_->kind() != ModelKind::kEncoder)
     return finish(Status(StatusCode::kUnsupported, "explain is for encoder models"));
-  Result<DecisionRequest> req = parse_request(body);
+  Result<DecisionRequest> req = parse_request(body, request_mode_);
   if (!req.is_ok()) return finish(req.status());
   Result<Value> out =
       explain_decision(*req, model_->encoder(), model_->specials(), model_->settings(), net_.get());

@@ -160,6 +160,9 @@ class Context {
   Status explain(std::string_view body);
   // How decide() samples a decoder's schema decisions (greedy by default).
   void set_sampler(const SamplerConfig& sc);
+  // Whose checks decide() / decide_batch() / explain() apply to an encoder's body (request.h
+  // RequestMode): upstream laya-serve's (the default) or the SDK's own.
+  void set_request_mode(RequestMode m) { request_mode_ = m; }
   // Streaming for the decoder schema decisions that follow (decide, decide_batch, decide_schema):
   // each token committed to the decision's text (nonzero from it stops the decision: kAborted),
   // and a poll before each step (nonzero: kAborted). Null: none. The C API's callback types.
@@ -238,6 +241,7 @@ class Context {
   std::unique_ptr<runtime::PrefixCache> prefix_;
   std::unique_ptr<runtime::DecoderDecider> decider_;
   SamplerConfig sampler_;
+  RequestMode request_mode_ = RequestMode::kServer;
   Stream stream_;
   Call* call_ = nullptr;  // the last call's results, in the arena
   char error_[Status::kMaxMessage + 1] = {};

@@ -427,14 +427,15 @@ Status check_server_limits(const Value& state, const Value* questions, int max_c
   return check_request_limits(state, questions, max_choice);
 }
 
-Result<DecisionRequest> parse_request(std::string_view body) {
-  if (body.size() > kMaxBodyBytes) return too_large("request body too large");
+Result<DecisionRequest> parse_request(std::string_view body, RequestMode mode) {
+  const bool server = mode == RequestMode::kServer;
+  if (server && body.size() > kMaxBodyBytes) return too_large("request body too large");
   json::ParseOptions opts;
-  opts.max_bytes = kMaxBodyBytes;
+  opts.max_bytes = server ? kMaxBodyBytes : body.size();
   Result<Value> v = json::parse(body, opts, "request body");
   if (!v.is_ok())
     return invalid(std::string("request body must be valid JSON (") + v.status().message() + ")");
-  return parse_request(*v);
+  return parse_request(*v, mode);
 }
 
 namespace {

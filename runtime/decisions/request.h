@@ -129,7 +129,9 @@ enum class RequestMode : uint8_t { kServer, kLibrary };
 // score levels and no null level, 512 options in all, 50,000 state characters.
 Status check_server_limits(const json::Value& state, const json::Value* questions, int max_choice);
 
-Result<DecisionRequest> parse_request(std::string_view body);
+// The body's JSON parsed first (kServer: at most kMaxBodyBytes, upstream's server limit).
+Result<DecisionRequest> parse_request(std::string_view body,
+                                      RequestMode mode = RequestMode::kServer);
 Result<DecisionRequest> parse_request(const json::Value& body,
                                       RequestMode mode = RequestMode::kServer);
 

@@ -384,6 +384,47 @@ TEST_CASE("decide_batch: every result byte-identical to its body alone, statuses
   laya_model_close(m);
 }
 
+TEST_CASE("request rules: upstream laya-serve's limits by default, the SDK's on request") {
+  laya_model* m = open(tiny_laya());
+  Ctx c(m, nullptr);
+  REQUIRE(c.status == LAYA_OK);
+  // 65 questions: past the server's 64; the SDK answers them all.
+  std::string many = "{\"state\": \"the printer is on fire\", \"questions\": {";
+  for (int i = 0; i < 65; ++i)
+    many += (i ? ", " : "") + std::string("\"q") + std::to_string(i) +
+            "\": {\"type\": \"noul\", \"instructions\": \"Urgent?\"}";
+  many += "}}";
+  const std::string empty = "{\"states\": [], \"questions\": {}}";
+  // A null score level: the server's check and message, then the SDK's own.
+  const std::string null_level =
+      "{\"state\": \"x\", \"questions\": {\"q\": {\"type\": \"score\", \"instructions\": "
+      "\"How?\", \"criteria\": [\"low\", null]}}}";
+  std::string out;
+  CHECK(c.decide(many, &out) == LAYA_E_REQUEST_TOO_LARGE);
+  CHECK(std::string(laya_context_error(c.ctx)) == "too many questions (65 > 64)");
+  CHECK(c.decide(empty, &out) == LAYA_E_REQUEST_INVALID);
+  CHECK(c.decide(null_level, &out) == LAYA_E_REQUEST_UNPROCESSABLE);
+  CHECK(std::string(laya_context_error(c.ctx)).rfind("score question 'q' has a null level", 0) ==
+        0);
+  REQUIRE(laya_context_set_rules(c.ctx, LAYA_RULES_SDK) == LAYA_OK);
+  REQUIRE(c.decide(many, &out) == LAYA_OK);
+  laya::Result<laya::json::Value> v = laya::json::parse(out);
+  REQUIRE(v.is_ok());
+  CHECK(v->find("answers")->members().size() == 65);
+  REQUIRE(c.decide(empty, &out) == LAYA_OK);
+  CHECK(out == "[]");
+  CHECK(c.decide(null_level, &out) == LAYA_E_REQUEST_UNPROCESSABLE);
+  CHECK(std::string(laya_context_error(c.ctx)) ==
+        "question 'q': score level 1 is null; give every level a description, index 0 first");
+  // Back to the server's rules; anything else is refused.
+  REQUIRE(laya_context_set_rules(c.ctx, LAYA_RULES_SERVER) == LAYA_OK);
+  CHECK(c.decide(many, &out) == LAYA_E_REQUEST_TOO_LARGE);
+  CHECK(laya_context_set_rules(c.ctx, static_cast<laya_request_rules>(2)) ==
+        LAYA_E_INVALID_ARGUMENT);
+  CHECK(laya_context_set_rules(nullptr, LAYA_RULES_SDK) == LAYA_E_INVALID_ARGUMENT);
+  laya_model_close(m);
+}
+
 TEST_CASE("decoders: schema decisions, fields, generation, callbacks, scoring, limits") {
   laya_model* m = open(tiny_gguf());
   laya_model_info info = laya_model_info_init();

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""laya_runtime (python/) against what the upstream SDK recorded: no PyTorch, no upstream package.
+
+    test_laya_runtime.py PYTHON_DIR LIBLAYA LAYA_CONVERT FIXTURES_DIR TINY_GGUF
+
+  - every SDK call recorded in laya-tiny-modernbert/cases.json (predict, predict_batch,
+    predict_shortlist, decide, decide_batch; tools/reference/run_laya_cases.py) through
+    laya_runtime.load(<the checkpoint directory>): results dict-equal (keys in order, floats
+    within 2e-4), refusals with upstream's exception class and message;
+  - 8 threads at once answer as one thread does;
+  - load: the directory converted once and cached by its files' sha256; upstream options with no
+    meaning here refused by name; a decoder refused; a missing path FileNotFoundError;
+  - ece_score against upstream's on recorded inputs (tests/fixtures/python/ece_cases.json).
+"""
+import json
+import os
+import sys
+import tempfile
+import threading
+
+PYTHON_DIR, LIBLAYA, CONVERT, FIXTURES, TINY_GGUF = sys.argv[1:6]
+os.environ["LAYA_LIBRARY"] = LIBLAYA
+os.environ["LAYA_CONVERT"] = CONVERT
+cache = tempfile.TemporaryDirectory()
+os.environ["LAYA_RUNTIME_CACHE"] = cache.name
+sys.path.insert(0, PYTHON_DIR)
+
+import laya_runtime as laya  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def same(got, want, path, tol=2e-4):
+    """The first difference between two JSON values ("" when none): numbers within tol."""
+    if isinstance(want, bool) or want is None or isinstance(want, str):
+        return "" if got == want and type(got) is type(want) else "%s: %r != %r" % (path, got, want)
+    if isinstance(want, (int, float)):
+        ok = isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= tol
+        return "" if ok else "%s: %r != %r" % (path, got, want)
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return "%s: %r != %r" % (path, got, want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            d = same(g, w, "%s[%d]" % (path, i), tol)
+            if d:
+                return d
+        return ""
+    if not isinstance(got, dict) or list(got) != list(want):
+        return "%s: keys %r != %r" % (path, list(got) if isinstance(got, dict) else got, list(want))
+    for k in want:
+        d = same(got[k], want[k], "%s.%s" % (path, k), tol)
+        if d:
+            return d
+    return ""
+
+
+def call(agent, case):
+    args = dict(case["args"])
+    c = case["call"]
+    if c == "predict":
+        return agent.predict(**args)
+    if c == "predict_batch":
+        return agent.predict_batch(**args)
+    if c == "predict_shortlist":
+        return laya.predict_shortlist(agent, **args)
+    if c == "decide":
+        return agent.decide(**args)
+    if c == "decide_batch":
+        return agent.decide_batch(**args)
+    raise AssertionError(c)
+
+
+ckpt = os.path.join(FIXTURES, "laya-tiny-modernbert")
+doc = json.load(open(os.path.join(ckpt, "cases.json"), encoding="utf-8"))
+agent = laya.load(ckpt)
+cases = [c for c in doc["cases"] if not c["call"].startswith("serve_")]
+n = exact = 0
+results = {}
+for case in cases:
+    n += 1
+    try:
+        got = call(agent, case)
+        err = None
+    except Exception as e:  # noqa: BLE001 -- the class is what is compared
+        got, err = None, e
+    if "error" in case:
+        want = case["error"]
+        ok = err is not None and type(err).__name__ == want["class"] and str(err) == want["message"]
+        check(ok, "%s: raised %r, upstream %s(%r)" % (case["name"], err, want["class"], want["message"]))
+    else:
+        diff = "raised %r" % err if err is not None else same(got, case["result"], "result")
+        check(not diff, "%s: %s" % (case["name"], diff))
+        ok = not diff
+        results[case["name"]] = got
+    exact += ok
+print("SDK calls through laya_runtime: %d / %d as upstream" % (exact, n))
+check(n >= 90, "only %d recorded calls" % n)
+
+# Converted once: a second load reuses the cached file.
+cached = [f for f in os.listdir(cache.name) if f.endswith(".laya")]
+check(len(cached) == 1, "cache after one load: %r" % cached)
+again = laya.load(ckpt)
+check(os.listdir(cache.name) == os.listdir(cache.name) and again.path == agent.path,
+      "second load converts again: %s vs %s" % (again.path, agent.path))
+again.close()
+
+# 8 threads at once, 40 calls each over the answered cases: every answer as the single thread's.
+answered = [c for c in cases if "error" not in c and c["name"] in results]
+mismatch = []
+
+
+def worker(t):
+    for i in range(40):
+        case = answered[(t * 7 + i) % len(answered)]
+        got = call(agent, case)
+        if got != results[case["name"]]:
+            mismatch.append((t, case["name"]))
+
+
+threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+check(not mismatch, "threads answered differently: %r" % mismatch[:5])
+
+# The SDK's limits, not the server's: 65 questions, 200 states, a 60,000-character state.
+q = {"r": {"type": "noul", "instructions": "Urgent?"}}
+check(len(agent.predict("x", {"q%d" % i: q["r"] for i in range(65)})["answers"]) == 65, "65 questions")
+check(len(agent.predict_batch(["s %d" % i for i in range(200)], q)) == 200, "200 states")
+check(agent.predict("x " * 30000, q)["usage"]["truncated"] is True, "a 60,000-character state")
+
+# Options with no meaning here are refused by name, never ignored.
+for kwargs, exc, text in (({"device": "cuda"}, ValueError, "device 'cuda'"),
+                          ({"backend": "tilelang"}, ValueError, "backend 'tilelang'"),
+                          ({"fast": True}, ValueError, "fast=True"),
+                          ({"compile": True}, ValueError, "compile=True")):
+    try:
+        laya.load(agent.path, **kwargs)
+        check(False, "load(%r) accepted" % kwargs)
+    except exc as e:
+        check(text in str(e), "load(%r): %s" % (kwargs, e))
+for path, exc in ((os.path.join(cache.name, "missing.laya"), FileNotFoundError), (TINY_GGUF, ValueError)):
+    try:
+        laya.load(path)
+        check(False, "load(%s) accepted" % path)
+    except exc:
+        pass
+    except Exception as e:  # noqa: BLE001
+        check(False, "load(%s) raised %r" % (path, e))
+try:
+    agent.predict("x", {"q": {"type": "noul", "instructions": "a"}}, hooks=[object()])
+    check(False, "hooks accepted")
+except NotImplementedError:
+    pass
+
+# ece_score against upstream's numbers.
+ece = json.load(open(os.path.join(FIXTURES, "python", "ece_cases.json")))
+for i, c in enumerate(ece["cases"]):
+    got = laya.ece_score(c["conf"], c["correct"], c["bins"])
+    check(abs(got - c["ece"]) <= 1e-12, "ece case %d: %r != %r" % (i, got, c["ece"]))
+check(laya.ece_score([], []) != laya.ece_score([], []), "ece of nothing is NaN, as upstream's")
+agent.close()
+
+for f in failures:
+    print("FAIL:", f)
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)
