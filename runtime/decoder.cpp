@@ -267,9 +267,10 @@ Status DecoderRunner::generate(const GenerateRequest& req, std::vector<int32_t>*
       s.first_token_ms = s.token_ms.back();
       if (use_prefix) LAYA_RETURN_IF_ERROR(req.prefix_cache->store(req.prompt, req.seq));
     }
-    if (static_cast<int64_t>(out->size()) >= req.max_tokens ||
-        std::find(req.stop.begin(), req.stop.end(), next) != req.stop.end() ||
-        (req.done != nullptr && req.done(*out, req.done_ctx)))
+    // `done` sees every token, the last one included (a caller streaming the tokens needs it).
+    const bool done = req.done != nullptr && req.done(*out, req.done_ctx);
+    if (done || static_cast<int64_t>(out->size()) >= req.max_tokens ||
+        std::find(req.stop.begin(), req.stop.end(), next) != req.stop.end())
       return Status::ok();
     const int32_t one[1] = {next};
     double execute_ms = 0;

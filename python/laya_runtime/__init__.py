@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional, Sequence
 
 from ._capi import CallError
 from .agent import Agent, LayaRuntimeError, SchemaError, load
+from .decoder import Decoder
 
 __version__ = "0.3.0"
 
@@ -67,5 +68,5 @@ def ece_score(conf: Sequence[float], correct: Sequence[float], bins: int = 15) -
     return float(e)
 
 
-__all__ = ["Agent", "CallError", "LayaRuntimeError", "SchemaError", "load", "predict_shortlist",
+__all__ = ["Agent", "CallError", "Decoder", "LayaRuntimeError", "SchemaError", "load", "predict_shortlist",
            "ece_score", "DEFAULT_SHORTLIST_K", "__version__"]

@@ -95,6 +95,32 @@ class BatchItem(ctypes.Structure):
                 ("json_offset", c_size_t), ("json_len", c_size_t)]
 
 
+class Sampling(ctypes.Structure):
+    _fields_ = [("temperature", ctypes.c_float), ("top_k", ctypes.c_int32),
+                ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64)]
+
+
+class Message(ctypes.Structure):
+    _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p)]
+
+
+TOKEN_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+                            ctypes.c_size_t)
+ABORT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+
+
+class GenerateParams(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("abi_version", ctypes.c_uint32),
+                ("prompt", ctypes.c_char_p), ("messages", ctypes.POINTER(Message)),
+                ("n_messages", c_size_t), ("prompt_ids", ctypes.POINTER(ctypes.c_int32)),
+                ("n_prompt_ids", c_size_t), ("max_tokens", ctypes.c_int64),
+                ("sampling", Sampling), ("stop_after_json", ctypes.c_int32),
+                ("no_prefix_cache", ctypes.c_int32), ("on_token", TOKEN_FN),
+                ("on_token_user", ctypes.c_void_p), ("abort", ABORT_FN),
+                ("abort_user", ctypes.c_void_p), ("profile", ctypes.c_void_p),
+                ("profile_user", ctypes.c_void_p)]
+
+
 def _find_library() -> str:
     """LAYA_LIBRARY, the library beside this package (a wheel), or the system's liblaya."""
     env = os.environ.get("LAYA_LIBRARY")
@@ -134,7 +160,11 @@ def _declare(lib: ctypes.CDLL) -> None:
         "laya_decide": (st, [vp, cp, sz, vp, sz, P(sz)]),
         "laya_decide_batch": (st, [vp, P(BatchItem), sz, vp, sz, P(sz)]),
         "laya_result_json": (st, [vp, vp, sz, P(sz)]),
+        "laya_result_text": (st, [vp, vp, sz, P(sz)]),
         "laya_context_set_rules": (st, [vp, ctypes.c_int]),
+        "laya_context_set_sampling": (st, [vp, P(Sampling)]),
+        "laya_generate_params_init_": (GenerateParams, [ctypes.c_uint32, sz]),
+        "laya_generate": (st, [vp, P(GenerateParams), vp, sz, P(sz)]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -295,6 +325,27 @@ class Context:
         raw = self._out.raw
         return [(it.status, raw[it.json_offset: it.json_offset + it.json_len].decode("utf-8"))
                 for it in items]
+
+    def set_sampling(self, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+                     seed: int = 0) -> None:
+        s = Sampling(temperature, top_k, top_p, seed)
+        code = lib().laya_context_set_sampling(self.handle, ctypes.byref(s))
+        if code != OK:
+            raise CallError(code, "laya_context_set_sampling refused %r" % ((temperature, top_k,
+                                                                               top_p, seed),))
+
+    def generate(self, p: GenerateParams) -> str:
+        """laya_generate with `p` (callbacks included): the new text, or CallError."""
+        L = lib()
+        n = c_size_t(0)
+        s = L.laya_generate(self.handle, ctypes.byref(p), self._out, len(self._out),
+                            ctypes.byref(n))
+        if s == E_BUFFER_TOO_SMALL:
+            self._grow(n.value)
+            s = L.laya_result_text(self.handle, self._out, len(self._out), ctypes.byref(n))
+        if s != OK:
+            raise CallError(s, self.error())
+        return self._out.raw[: n.value].decode("utf-8", "replace")
 
     def close(self) -> None:
         if self.handle:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import subprocess
-import threading
 from typing import Any, Dict, List, Optional, Union
 
 from . import _capi
+from ._pool import ContextPool
 
 State = Union[str, dict, list]
 
@@ -81,11 +80,9 @@ class Agent:
                              % path)
         self.path = path
         self.model_id = model_id or path
-        self._threads = threads
-        self._max_contexts = max(1, contexts if contexts is not None else (os.cpu_count() or 1))
-        self._pool: "queue.LifoQueue[_capi.Context]" = queue.LifoQueue()
-        self._made = 0
-        self._lock = threading.Lock()
+        self._pool = ContextPool(contexts if contexts is not None else (os.cpu_count() or 1),
+                                 lambda: _capi.Context(self._model, threads=threads, max_batch=64,
+                                                       rules=_capi.RULES_SDK))
         i = self._model.info
         self.info = {
             "name": i.name.decode(), "architecture": i.architecture.decode(),
@@ -97,35 +94,12 @@ class Agent:
         }
         self.device = "cpu"
 
-    # ---- the pool -------------------------------------------------------------------------
-
-    def _acquire(self) -> _capi.Context:
-        try:
-            return self._pool.get_nowait()
-        except queue.Empty:
-            pass
-        with self._lock:
-            make = self._made < self._max_contexts
-            if make:
-                self._made += 1
-        if make:
-            try:
-                return _capi.Context(self._model, threads=self._threads, max_batch=64,
-                                     rules=_capi.RULES_SDK)
-            except _capi.CallError as e:
-                with self._lock:
-                    self._made -= 1
-                _raise(e)
-        return self._pool.get()
-
     def _call(self, body: Dict[str, Any], schema: bool = False) -> Any:
-        ctx = self._acquire()
         try:
-            return json.loads(ctx.decide(_dumps(body)))
+            with self._pool.context() as ctx:
+                return json.loads(ctx.decide(_dumps(body)))
         except _capi.CallError as e:
             _raise(e, schema)
-        finally:
-            self._pool.put(ctx)
 
     # ---- upstream's calls -----------------------------------------------------------------
 
@@ -230,19 +204,17 @@ class Agent:
 
     def warmup(self, shapes=None) -> float:
         """Makes every context of the pool and runs one decision on each; returns the seconds."""
+        import contextlib
         import time
         t0 = time.perf_counter()
-        held = []
+        body = _dumps({"state": "warm-up", "questions": {"q": {"type": "noul",
+                                                               "instructions": "ok?"}}})
         try:
-            for _ in range(self._max_contexts):
-                held.append(self._acquire())
-        finally:
-            for c in held:
-                try:
-                    c.decide(_dumps({"state": "warm-up",
-                                     "questions": {"q": {"type": "noul", "instructions": "ok?"}}}))
-                finally:
-                    self._pool.put(c)
+            with contextlib.ExitStack() as stack:
+                for _ in range(self._pool.size):
+                    stack.enter_context(self._pool.context()).decide(body)
+        except _capi.CallError as e:
+            _raise(e)
         return time.perf_counter() - t0
 
     @property
@@ -257,11 +229,7 @@ class Agent:
         return self.backend
 
     def close(self) -> None:
-        while True:
-            try:
-                self._pool.get_nowait().close()
-            except queue.Empty:
-                break
+        self._pool.close()
         self._model.close()
 
     def __enter__(self):

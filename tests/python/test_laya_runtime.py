@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """laya_runtime (python/) against what the upstream SDK recorded: no PyTorch, no upstream package.
 
-    test_laya_runtime.py PYTHON_DIR LIBLAYA LAYA_CONVERT FIXTURES_DIR TINY_GGUF
+    test_laya_runtime.py PYTHON_DIR LIBLAYA LAYA_CONVERT FIXTURES_DIR TINY_CHAT_GGUF LAYA_RUN EXAMPLES
 
   - every SDK call recorded in laya-tiny-modernbert/cases.json (predict, predict_batch,
     predict_shortlist, decide, decide_batch; tools/reference/run_laya_cases.py) through
@@ -10,7 +10,9 @@
   - 8 threads at once answer as one thread does;
   - load: the directory converted once and cached by its files' sha256; upstream options with no
     meaning here refused by name; a decoder refused; a missing path FileNotFoundError;
-  - ece_score against upstream's on recorded inputs (tests/fixtures/python/ece_cases.json).
+  - ece_score against upstream's on recorded inputs (tests/fixtures/python/ece_cases.json);
+  - Decoder: decide and generate print what `laya-run decide` / `generate` print (the same C
+    calls: the bindings lose and add nothing); closing generate early stops it.
 """
 import json
 import os
@@ -18,7 +20,7 @@ import sys
 import tempfile
 import threading
 
-PYTHON_DIR, LIBLAYA, CONVERT, FIXTURES, TINY_GGUF = sys.argv[1:6]
+PYTHON_DIR, LIBLAYA, CONVERT, FIXTURES, TINY_GGUF, LAYA_RUN, EXAMPLES = sys.argv[1:8]
 os.environ["LAYA_LIBRARY"] = LIBLAYA
 os.environ["LAYA_CONVERT"] = CONVERT
 cache = tempfile.TemporaryDirectory()
@@ -166,6 +168,57 @@ for i, c in enumerate(ece["cases"]):
     check(abs(got - c["ece"]) <= 1e-12, "ece case %d: %r != %r" % (i, got, c["ece"]))
 check(laya.ece_score([], []) != laya.ece_score([], []), "ece of nothing is NaN, as upstream's")
 agent.close()
+
+# Decoder: the same answers as laya-run (timings aside), generation piece by piece.
+import subprocess  # noqa: E402
+
+
+def without_timings(v):
+    """The answer without timings, and without the prompt cells the prefix cache saved (this
+    context's earlier calls warmed it; laya-run's process starts cold)."""
+    if not isinstance(v, dict):
+        return v
+    v = {k: x for k, x in v.items() if k != "timings"}
+    if isinstance(v.get("usage"), dict):
+        v["usage"] = {k: x for k, x in v["usage"].items() if k not in ("prefill_tokens", "prefix_hit_tokens")}
+    return v
+
+
+dec = laya.Decoder(TINY_GGUF)
+check(dec.info["chat_format"] == "chatml" and dec.info["layers"] == 2, "decoder info: %r" % dec.info)
+for name in ("industrial-alarm.json", "smart-home-hub.json", "decoder-questions.json"):
+    path = os.path.join(EXAMPLES, name)
+    body = json.load(open(path))
+    p = subprocess.run([LAYA_RUN, "decide", "--model", TINY_GGUF, "--request", path], capture_output=True, text=True)
+    want = json.loads(p.stdout) if p.returncode == 0 else None
+    kw = {k: body[k] for k in ("max_tokens", "min_confidence") if k in body}
+    if "schema" in body:
+        got = dec.decide(body.get("system"), body["state"], body["schema"], body.get("fallback"), **kw)
+    else:
+        got = dec.decide(body.get("system"), body["state"], questions=body["questions"], **kw)
+    check(want is not None and without_timings(got) == without_timings(want),
+          "Decoder.decide %s: %r != %r" % (name, without_timings(got), without_timings(want)))
+for args, kw in ((["--prompt", "The capital of France is", "--max-tokens", "8"],
+                  {"prompt": "The capital of France is", "max_tokens": 8}),
+                 (["--chat", "Hello!", "--system", "Answer in French.", "--max-tokens", "6"],
+                  {"prompt": "Hello!", "system": "Answer in French.", "max_tokens": 6}),
+                 (["--prompt", "abc", "--temperature", "0.8", "--seed", "3", "--max-tokens", "12"],
+                  {"prompt": "abc", "temperature": 0.8, "seed": 3, "max_tokens": 12})):
+    p = subprocess.run([LAYA_RUN, "generate", "--model", TINY_GGUF, "--json"] + args, capture_output=True, text=True)
+    want = json.loads(p.stdout)["text"] if p.returncode == 0 else None
+    pieces = list(dec.generate(**kw))
+    check(want is not None and "".join(pieces) == want and len(pieces) >= 1,
+          "Decoder.generate %r: %r != %r (%s)" % (kw, "".join(pieces), want, p.stderr[:200]))
+g = dec.generate("abc", max_tokens=200)
+first = next(g)
+g.close()
+check(isinstance(first, str), "generate yields text")
+try:
+    dec.decide("s", "x", {"type": "object", "properties": {"a": {"type": "array"}}})
+    check(False, "an array schema accepted")
+except ValueError:
+    pass
+dec.close()
 
 for f in failures:
     print("FAIL:", f)
