@@ -3,13 +3,14 @@
 # and runs one of them, or each in turn, for SECONDS:
 #
 #   tools/fuzz.sh TARGET SECONDS [libFuzzer flags...]    e.g. tools/fuzz.sh laya 1800
-#   tools/fuzz.sh all SECONDS                           every tests/fuzz/fuzz_*.cpp (what CI runs)
+#   tools/fuzz.sh all SECONDS                           every tests/fuzz/fuzz_*.cpp (what CI runs),
+#                                                       FUZZ_JOBS of them at once
 #
 # The corpus grows in build-fuzz/corpus/TARGET (kept between runs) from the seeds in
 # tests/fuzz/seeds/TARGET, the ones tests/fuzz/seeds_TARGET.cpp writes, and the regression inputs in
 # tests/fuzz/regressions/TARGET. A crash leaves its input in build-fuzz/artifacts/TARGET/ and fails
 # the script; fix it, then commit the input to tests/fuzz/regressions/TARGET/ (tests/fuzz/README.md).
-# FUZZ_JOBS sets ninja's parallelism (default: all cores).
+# FUZZ_JOBS sets ninja's parallelism and how many fuzzers `all` runs at once (default: all cores).
 set -eu
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
@@ -23,19 +24,13 @@ case $seconds in '' | *[!0-9]*)
   exit 2
   ;;
 esac
-if [ "$target" = all ]; then
-  for f in tests/fuzz/fuzz_*.cpp; do
-    t=${f#tests/fuzz/fuzz_}
-    "$0" "${t%.cpp}" "$seconds" "$@"
-  done
-  exit 0
-fi
-if [ ! -f "tests/fuzz/fuzz_$target.cpp" ]; then
+jobs=${FUZZ_JOBS:-$(nproc)}
+build=build-fuzz
+if [ "$target" != all ] && [ ! -f "tests/fuzz/fuzz_$target.cpp" ]; then
   echo "tools/fuzz.sh: no fuzz target '$target' (tests/fuzz/fuzz_$target.cpp)" >&2
   exit 2
 fi
 
-build=build-fuzz
 if [ ! -d $build ]; then
   # Meson wraps its compilers in ccache only when CC / CXX are unset: say it here when it exists.
   cc=clang-14 cxx=clang++-14
@@ -46,9 +41,27 @@ if [ ! -d $build ]; then
     -Db_sanitize=address,undefined -Db_lundef=false -Dtests=false -Dbenchmarks=false \
     -Dcpp_args=-gline-tables-only
 fi
+if [ "$target" = all ]; then
+  # Every target built in one ninja call, then FUZZ_JOBS of them fuzzing at once (each fuzzer
+  # runs on one core).
+  targets="" outputs=""
+  for f in tests/fuzz/fuzz_*.cpp; do
+    t=${f#tests/fuzz/fuzz_}
+    t=${t%.cpp}
+    targets="$targets $t"
+    outputs="$outputs tests/fuzz/fuzz_$t"
+    [ -f "tests/fuzz/seeds_$t.cpp" ] && outputs="$outputs tests/fuzz/fuzz_seeds_$t"
+  done
+  # shellcheck disable=SC2086  # lists of words
+  ninja -C $build -j "$jobs" $outputs
+  # shellcheck disable=SC2086
+  printf '%s\n' $targets | LAYA_FUZZ_BUILT=1 xargs -P "$jobs" -I{} "$0" {} "$seconds" "$@" ||
+    exit 1
+  exit 0
+fi
 gen=""
 [ -f "tests/fuzz/seeds_$target.cpp" ] && gen="tests/fuzz/fuzz_seeds_$target"
-ninja -C $build -j "${FUZZ_JOBS:-$(nproc)}" "tests/fuzz/fuzz_$target" $gen
+[ -n "${LAYA_FUZZ_BUILT:-}" ] || ninja -C $build -j "$jobs" "tests/fuzz/fuzz_$target" $gen
 
 corpus=$build/corpus/$target
 seeds=$build/seeds/$target

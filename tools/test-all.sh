@@ -1,8 +1,9 @@
 #!/bin/sh
 # Checks, builds and tests Laya Runtime, warnings as errors:
 #   formatting     every C++ file as clang-format 14 writes it with the root .clang-format
-#   build-release  the optimized build users run (benchmarks and tools compiled too), and the
-#                  firmware example built against its installed library
+#   build-release  the optimized build users run (benchmarks and tools compiled too), the
+#                  firmware example built against its installed library, and the Python wheel
+#                  installed into a fresh venv (tools/test-wheel.sh)
 #   build-asan     -O2 with AddressSanitizer + UndefinedBehaviorSanitizer
 #   build-fuzz     clang, libFuzzer, ASan + UBSan: every fuzz target for 60 s (tools/fuzz.sh)
 # and runs the whole meson test suite in each build (after tools/fetch-models.sh). Exits non-zero
@@ -27,6 +28,9 @@ meson test -C build-release --print-errorlogs --num-processes "$jobs"
 # statically and dynamically, both making decisions with no heap call.
 examples/firmware/check.sh build-release build-release/tests/laya-tiny.laya \
   examples/support-ticket.json "$LAYA_SMOLLM2_GGUF"
+# The Python wheel as a user installs it: pip wheel . (ccache serves the release build's objects),
+# a fresh venv, the package alone against the SDK's recorded calls.
+tools/test-wheel.sh build-release
 # -g1: line tables only (ASan and UBSan reports keep file:line). Full -g runs GCC's variable
 # tracking, 60% of compiling the Highway kernel units under the sanitizers (kernels/hwy/
 # matmul_kquant.cpp: 6.7 -> 2.1 min for one target), the longest step of this script.

@@ -297,7 +297,9 @@ def _convert(directory: str) -> str:
     out = os.path.join(_cache_dir(), _checkpoint_key(directory) + ".laya")
     if os.path.exists(out):
         return out
-    tool = os.environ.get("LAYA_CONVERT") or _beside_library("laya-convert") or "laya-convert"
+    packaged = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", "laya-convert")
+    tool = (os.environ.get("LAYA_CONVERT") or (packaged if os.access(packaged, os.X_OK) else None)
+            or _beside_library("laya-convert") or "laya-convert")
     tmp = out + ".%d.tmp" % os.getpid()
     try:
         p = subprocess.run([tool, directory, "-o", tmp, "--quiet"], capture_output=True,

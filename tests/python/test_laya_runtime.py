@@ -2,6 +2,7 @@
 """laya_runtime (python/) against what the upstream SDK recorded: no PyTorch, no upstream package.
 
     test_laya_runtime.py PYTHON_DIR LIBLAYA LAYA_CONVERT FIXTURES_DIR TINY_CHAT_GGUF LAYA_RUN EXAMPLES
+    (PYTHON_DIR, LIBLAYA, LAYA_CONVERT "-": the installed wheel's; tools/test-wheel.sh)
 
   - every SDK call recorded in laya-tiny-modernbert/cases.json (predict, predict_batch,
     predict_shortlist, decide, decide_batch; tools/reference/run_laya_cases.py) through
@@ -21,11 +22,15 @@ import tempfile
 import threading
 
 PYTHON_DIR, LIBLAYA, CONVERT, FIXTURES, TINY_GGUF, LAYA_RUN, EXAMPLES = sys.argv[1:8]
-os.environ["LAYA_LIBRARY"] = LIBLAYA
-os.environ["LAYA_CONVERT"] = CONVERT
+# "-" for PYTHON_DIR, LIBLAYA and LAYA_CONVERT: the installed wheel's package, library and tool.
+if LIBLAYA != "-":
+    os.environ["LAYA_LIBRARY"] = LIBLAYA
+if CONVERT != "-":
+    os.environ["LAYA_CONVERT"] = CONVERT
 cache = tempfile.TemporaryDirectory()
 os.environ["LAYA_RUNTIME_CACHE"] = cache.name
-sys.path.insert(0, PYTHON_DIR)
+if PYTHON_DIR != "-":
+    sys.path.insert(0, PYTHON_DIR)
 
 import laya_runtime as laya  # noqa: E402
 
