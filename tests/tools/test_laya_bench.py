@@ -66,6 +66,7 @@ if rc == 0:
     for b in rep["batch"]:
         check(b["rows_per_s"] > 0 and ordered(b["ms"]), "batch row: %r" % b)
         check(abs(b["rows_per_s"] - b["batch"] * 1000.0 / b["ms"]["p50"]) < 1e-6 * b["rows_per_s"], "rows/s from p50")
+        check(b["singly_ms"] > 0, "the bodies one at a time: %r" % b)
     check_memory(rep, "encoder")
 
 # The same in the table form: the header names the CPU, the kernels and the threads.
