@@ -246,8 +246,9 @@ class Agent:
 def _predict_options(kw: Dict[str, Any]) -> Dict[str, Any]:
     out = {}
     for k in ("lang", "max_len", "head_max_len", "batch_size"):
-        if kw.get(k) is not None:
-            out[k] = kw.pop(k)
+        v = kw.pop(k, None)
+        if v is not None:
+            out[k] = v
     for what in ("hooks", "on_predict_start", "on_predict_end"):
         _not_here(what, kw.pop(what, None))
     kw.pop("hooks_raise", None)

@@ -141,6 +141,9 @@ q = {"r": {"type": "noul", "instructions": "Urgent?"}}
 check(len(agent.predict("x", {"q%d" % i: q["r"] for i in range(65)})["answers"]) == 65, "65 questions")
 check(len(agent.predict_batch(["s %d" % i for i in range(200)], q)) == 200, "200 states")
 check(agent.predict("x " * 30000, q)["usage"]["truncated"] is True, "a 60,000-character state")
+# Options passed as None are the defaults (as upstream's keyword arguments are).
+check(agent.decide("x", questions=q, lang=None, max_len=None, batch_size=None) ==
+      agent.decide("x", questions=q), "decide with None options")
 
 # Options with no meaning here are refused by name, never ignored.
 for kwargs, exc, text in (({"device": "cuda"}, ValueError, "device 'cuda'"),

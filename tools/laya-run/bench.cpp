@@ -263,11 +263,6 @@ std::string encoder_body(const std::string& state) {
   return json::dump(body);
 }
 
-struct CallError {
-  laya_status code = LAYA_OK;
-  std::string message;
-};
-
 // The row tokens laya_decide reports for a body (usage.input_tokens of state 0).
 laya_status row_tokens(laya_context* ctx, const std::string& body, int64_t* tokens) {
   size_t n = 0;
