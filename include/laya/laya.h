@@ -520,6 +520,17 @@ LAYA_API laya_status laya_context_set_sampling(laya_context* ctx, const laya_sam
 LAYA_API laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on_token,
                                              laya_abort_fn abort, void* user);
 
+/* ---- language ------------------------------------------------------------------------------ */
+
+/* The script and language of a state (`state_json`: its JSON value: a string, an object, a list),
+ * as the upstream SDK's laya.detect_language (laya.lang.analyse) returns them: a JSON object
+ * ("script", "script_profile", "language", "is_english", ...; with `explain`, "diagnostic") into
+ * out[out_capacity]. Needs no model; allocates (it is not a context's call). Malformed JSON is
+ * LAYA_E_REQUEST_INVALID with the message in `err`. */
+LAYA_API laya_status laya_detect_language(const char* state_json, size_t len, int32_t explain,
+                                          char* out, size_t out_capacity, size_t* out_len,
+                                          laya_error* err);
+
 /* ---- tokens -------------------------------------------------------------------------------- */
 
 /* The model's tokenizer: ids into ids[capacity] (*n_ids: how many; LAYA_E_BUFFER_TOO_SMALL when

@@ -45,6 +45,18 @@ def predict_shortlist(agent: Agent, state: Any, questions: Dict[str, Dict[str, A
     return agent._call(body)
 
 
+def detect_language(state: Any, explain: bool = False) -> Dict[str, Any]:
+    """The script and language of a state: upstream `laya.detect_language` (`laya.lang.analyse`),
+    the same dict key for key."""
+    import json
+    from . import _capi
+    try:
+        return json.loads(_capi.detect_language(json.dumps(state, ensure_ascii=False).encode(),
+                                                bool(explain)))
+    except _capi.CallError as e:
+        raise ValueError(e.message) from None
+
+
 def ece_score(conf: Sequence[float], correct: Sequence[float], bins: int = 15) -> float:
     """Expected calibration error over `bins` equal-width confidence bins: upstream
     `laya.ece_score` (the first bin closed at 0, the others (lo, hi])."""
@@ -68,5 +80,5 @@ def ece_score(conf: Sequence[float], correct: Sequence[float], bins: int = 15) -
     return float(e)
 
 
-__all__ = ["Agent", "CallError", "Decoder", "LayaRuntimeError", "SchemaError", "load", "predict_shortlist",
+__all__ = ["Agent", "CallError", "Decoder", "LayaRuntimeError", "SchemaError", "load", "predict_shortlist", "detect_language",
            "ece_score", "DEFAULT_SHORTLIST_K", "__version__"]

@@ -162,6 +162,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "laya_result_json": (st, [vp, vp, sz, P(sz)]),
         "laya_result_text": (st, [vp, vp, sz, P(sz)]),
         "laya_context_set_rules": (st, [vp, ctypes.c_int]),
+        "laya_detect_language": (st, [cp, sz, ctypes.c_int32, vp, sz, P(sz), P(Error)]),
         "laya_context_set_sampling": (st, [vp, P(Sampling)]),
         "laya_generate_params_init_": (GenerateParams, [ctypes.c_uint32, sz]),
         "laya_generate": (st, [vp, P(GenerateParams), vp, sz, P(sz)]),
@@ -194,6 +195,22 @@ def lib() -> ctypes.CDLL:
                           % (l.laya_abi_version(), ABI_VERSION))
         _lib = l
     return _lib
+
+
+def detect_language(state_json: bytes, explain: bool) -> str:
+    """laya_detect_language: the analysis as JSON text, or CallError."""
+    L = lib()
+    err = Error()
+    n = c_size_t(0)
+    s = L.laya_detect_language(state_json, len(state_json), int(explain), None, 0,
+                               ctypes.byref(n), ctypes.byref(err))
+    if s == OK:
+        out = ctypes.create_string_buffer(n.value + 1)
+        s = L.laya_detect_language(state_json, len(state_json), int(explain), out, len(out),
+                                   ctypes.byref(n), ctypes.byref(err))
+    if s != OK:
+        raise CallError(s, err.message.decode("utf-8", "replace"))
+    return out.raw[: n.value].decode("utf-8")
 
 
 class CallError(Exception):

@@ -13,6 +13,7 @@
 
 #include "ir/status.h"
 #include "runtime/decisions/context.h"
+#include "runtime/decisions/lang.h"
 #include "runtime/decisions/model.h"
 #include "runtime/text/json.h"
 
@@ -758,6 +759,17 @@ laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on_token, l
   s.user = user;
   ctx_of(ctx)->set_stream(s);
   return LAYA_OK;
+}
+
+laya_status laya_detect_language(const char* state_json, size_t len, int32_t explain, char* out,
+                                 size_t out_capacity, size_t* out_len, laya_error* err) {
+  if (state_json == nullptr && len > 0) return fail(err, LAYA_E_INVALID_ARGUMENT, "state_json");
+  laya::Result<laya::json::Value> state = laya::json::parse(
+      std::string_view(state_json ? state_json : "", len), laya::json::ParseOptions{}, "state");
+  if (!state.is_ok()) return fail(err, LAYA_E_REQUEST_INVALID, state.status().message());
+  const laya_status s = copy_out(laya::json::dump(d::analyse_state(*state, explain != 0)), out,
+                                 out_capacity, out_len);
+  return s == LAYA_OK ? ok(err) : fail(err, s, "the output buffer is too small");
 }
 
 laya_status laya_tokenize(laya_context* ctx, const char* text, size_t text_len, int32_t add_special,

@@ -384,6 +384,28 @@ TEST_CASE("decide_batch: every result byte-identical to its body alone, statuses
   laya_model_close(m);
 }
 
+TEST_CASE("detect_language: upstream's analyse of a state, no model") {
+  const std::string state = "\"hello there my friend\"";
+  size_t n = 0;
+  laya_error err;
+  REQUIRE(laya_detect_language(state.data(), state.size(), 0, nullptr, 0, &n, &err) == LAYA_OK);
+  std::vector<char> out(n + 1);
+  REQUIRE(laya_detect_language(state.data(), state.size(), 0, out.data(), out.size(), &n, &err) ==
+          LAYA_OK);
+  laya::Result<laya::json::Value> v = laya::json::parse(std::string_view(out.data(), n));
+  REQUIRE(v.is_ok());
+  CHECK(v->find("language")->as_string() == "en");
+  CHECK(v->find("diagnostic") == nullptr);
+  REQUIRE(laya_detect_language(state.data(), state.size(), 1, nullptr, 0, &n, &err) == LAYA_OK);
+  std::vector<char> small(n);  // no room for the NUL
+  CHECK(laya_detect_language(state.data(), state.size(), 1, small.data(), small.size(), &n, &err) ==
+        LAYA_E_BUFFER_TOO_SMALL);
+  CHECK(laya_detect_language("{\"a\":", 5, 0, nullptr, 0, &n, &err) == LAYA_E_REQUEST_INVALID);
+  CHECK(err.code == LAYA_E_REQUEST_INVALID);
+  CHECK(std::string(err.message).rfind("state", 0) == 0);
+  CHECK(laya_detect_language(nullptr, 3, 0, nullptr, 0, &n, nullptr) == LAYA_E_INVALID_ARGUMENT);
+}
+
 TEST_CASE("request rules: upstream laya-serve's limits by default, the SDK's on request") {
   laya_model* m = open(tiny_laya());
   Ctx c(m, nullptr);

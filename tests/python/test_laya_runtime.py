@@ -175,6 +175,15 @@ for i, c in enumerate(ece["cases"]):
     got = laya.ece_score(c["conf"], c["correct"], c["bins"])
     check(abs(got - c["ece"]) <= 1e-12, "ece case %d: %r != %r" % (i, got, c["ece"]))
 check(laya.ece_score([], []) != laya.ece_score([], []), "ece of nothing is NaN, as upstream's")
+
+# detect_language against upstream's laya.lang.analyse on its recorded probe (explain=True: the
+# diagnostic too).
+probe = json.load(open(os.path.join(FIXTURES, "laya-router", "analyse_probe.json"), encoding="utf-8"))
+bad = [c["state"] for c in probe["analyse"] if laya.detect_language(c["state"], explain=True) != c["result"]]
+check(not bad and len(probe["analyse"]) > 400, "detect_language differs on %d of %d: %r"
+      % (len(bad), len(probe["analyse"]), bad[:3]))
+plain = laya.detect_language("hello there my friend")
+check(plain["language"] == "en" and "diagnostic" not in plain, "detect_language without explain: %r" % plain)
 agent.close()
 
 # Decoder: the same answers as laya-run (timings aside), generation piece by piece.
