@@ -157,29 +157,17 @@ class Agent:
                min_confidence: Optional[float] = None, **predict_kwargs) -> Any:
         """Typed values for a JSON schema (or the answers for `questions`): upstream
         `Agent.decide`."""
-        if (schema is None) == (questions is None):
-            raise ValueError("pass exactly one of schema= or questions=")
+        _one_of(schema, questions)
         _check_state(state)
-        schema = _schema_dict(schema)
-        body: Dict[str, Any] = {"state": state}
-        if questions is not None:
-            _check_questions(questions)
-            body["questions"] = questions
-        else:
-            body["schema"] = schema
-            body["return_details"] = bool(return_details)
-        if min_confidence is not None:
-            body["min_confidence"] = min_confidence
-        body.update(_predict_options(predict_kwargs))
-        out = self._call(body, schema=schema is not None)
+        out = self._decide({"state": state}, schema, questions, return_details, min_confidence,
+                           predict_kwargs)
         return out["answers"] if questions is not None else out
 
     def decide_batch(self, states: List[State], schema: Any = None, *,
                      questions: Optional[Dict[str, Any]] = None, return_details: bool = False,
                      min_confidence: Optional[float] = None, **predict_kwargs) -> List[Any]:
         """`decide` over many states in shared passes: upstream `Agent.decide_batch`."""
-        if (schema is None) == (questions is None):
-            raise ValueError("pass exactly one of schema= or questions=")
+        _one_of(schema, questions)
         if isinstance(states, (str, bytes, dict)):
             raise TypeError("predict_batch expects a list of states; pass a single state to "
                             "predict()/system_one().")
@@ -188,19 +176,24 @@ class Agent:
             _check_state(s)
         if not states:
             return []
-        schema = _schema_dict(schema)
-        body: Dict[str, Any] = {"states": states}
+        out = self._decide({"states": states}, schema, questions, return_details,
+                           min_confidence, predict_kwargs)
+        return [r["answers"] for r in out] if questions is not None else out
+
+    def _decide(self, body: Dict[str, Any], schema: Any, questions: Optional[Dict[str, Any]],
+                return_details: bool, min_confidence: Optional[float],
+                predict_kwargs: Dict[str, Any]) -> Any:
+        """decide / decide_batch: the schema or the questions, the options, the call."""
         if questions is not None:
             _check_questions(questions)
             body["questions"] = questions
         else:
-            body["schema"] = schema
+            body["schema"] = _schema_dict(schema)
             body["return_details"] = bool(return_details)
         if min_confidence is not None:
             body["min_confidence"] = min_confidence
         body.update(_predict_options(predict_kwargs))
-        out = self._call(body, schema=schema is not None)
-        return [r["answers"] for r in out] if questions is not None else out
+        return self._call(body, schema=questions is None)
 
     def warmup(self, shapes=None) -> float:
         """Makes every context of the pool and runs one decision on each; returns the seconds."""
@@ -241,6 +234,11 @@ class Agent:
 
     def __repr__(self) -> str:
         return "Agent(model_id=%r, device=%s)" % (self.model_id, self.device)
+
+
+def _one_of(schema: Any, questions: Any) -> None:
+    if (schema is None) == (questions is None):
+        raise ValueError("pass exactly one of schema= or questions=")
 
 
 def _predict_options(kw: Dict[str, Any]) -> Dict[str, Any]:
