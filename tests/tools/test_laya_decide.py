@@ -23,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from json_same import same  # noqa: E402
+
 LAYA_RUN, FIXTURES = sys.argv[1], sys.argv[2]
 failures = []
 
@@ -94,30 +97,6 @@ def arguments():
     check(rc == 0 and "usage: laya-run route" in out, "route --help")
     rc, out, err = run(["decide", "--help"])
     check(rc == 0 and "usage: laya-run decide" in out, "decide --help")
-
-
-def same(got, want, path, tol=2e-4):
-    """The first difference between two JSON values ("" when none): numbers within tol."""
-    if isinstance(want, bool) or want is None or isinstance(want, str):
-        return "" if got == want and type(got) is type(want) else "%s: %r != %r" % (path, got, want)
-    if isinstance(want, (int, float)):
-        ok = isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= tol
-        return "" if ok else "%s: %r != %r" % (path, got, want)
-    if isinstance(want, list):
-        if not isinstance(got, list) or len(got) != len(want):
-            return "%s: %r != %r" % (path, got, want)
-        for i, (g, w) in enumerate(zip(got, want)):
-            d = same(g, w, "%s[%d]" % (path, i), tol)
-            if d:
-                return d
-        return ""
-    if not isinstance(got, dict) or list(got) != list(want):
-        return "%s: keys %r != %r" % (path, list(got) if isinstance(got, dict) else got, list(want))
-    for k in want:
-        d = same(got[k], want[k], "%s.%s" % (path, k), tol)
-        if d:
-            return d
-    return ""
 
 
 def end_to_end(convert):
