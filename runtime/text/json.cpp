@@ -1,5 +1,6 @@
 #include "runtime/text/json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -267,10 +268,15 @@ class Builder {
         while (k < raw.size() && raw[k] >= '0' && raw[k] <= '9') ++magnitude, ++k;
         const size_t e = raw.find_first_of("eE");
         if (e != std::string_view::npos) {
+          // The exponent saturates: its digits may be any number long ("1e0000…9223372036854775807",
+          // "1e-99999999999999999999"); 10^9 already decides the sign of the magnitude.
+          size_t q = e + 1;
+          const bool negative = raw[q] == '-';
+          if (raw[q] == '+' || raw[q] == '-') ++q;
           int64_t exp = 0;
-          const char* q = raw.data() + e + 1 + (raw[e + 1] == '+' ? 1 : 0);
-          std::from_chars(q, raw.data() + raw.size(), exp);
-          magnitude += exp;
+          for (; q < raw.size(); ++q)
+            exp = std::min<int64_t>(exp * 10 + (raw[q] - '0'), 1000000000);
+          magnitude += negative ? -exp : exp;
         }
         if (magnitude > 0)
           return fail("a number too large for a double (Python reads it as inf; refused here)",

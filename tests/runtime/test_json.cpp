@@ -126,6 +126,23 @@ TEST_CASE("strings: escapes as Python writes them, ensure_ascii, separators and 
   CHECK(dump(parse_ok(R"({"a": [1, 2]})"), compact) == R"({"a":[1,2]})");
 }
 
+TEST_CASE("numbers past a double's range read as Python reads them, whatever the exponent length") {
+  // An underflow is 0 (Python: 0.0), however many digits the exponent has.
+  for (const char* tiny :
+       {"1e-400", "-1e-400", "1e-99999999999999999999999", "0.5e-0000000000000000000400"}) {
+    CAPTURE(tiny);
+    Result<Value> r = parse(tiny);
+    REQUIRE(r.is_ok());
+    CHECK(r.value().as_double() == 0.0);
+  }
+  // An overflow is refused (Python: inf), also past int64's exponent (a fuzzer's find).
+  for (const char* huge : {"1e400", "-1e400", "1e0000000000009223372036854775807",
+                           "1e99999999999999999999999", "0.1e310"}) {
+    CAPTURE(huge);
+    CHECK_FALSE(parse(huge).is_ok());
+  }
+}
+
 TEST_CASE("malformed input is a clear error, never a crash") {
   for (const char* bad :
        {"", "{", "[1,]", "{\"a\" 1}", "tru", "\"\\ud800\"", "NaN", "[1] 2", "\"\xff\"", "1e400",
