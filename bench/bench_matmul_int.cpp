@@ -46,7 +46,7 @@ const laya::kernels::KernelTable& table(int variant = kBest) {
       const std::string name = laya::kernels::kernel_target_name(target);
       if (name == "AVX3") {
         t[kNoVnni] = laya::kernels::kernel_table_hwy(target);
-        laya::kernels::hwy_matmul_int::fill(t[kNoVnni], target, /*allow_vnni=*/false);
+        laya::kernels::hwy_matmul_int::fill(t[kNoVnni], target, /*allow_dot=*/false);
         t[kNoVnni].isa = "AVX3-noVNNI";
       }
       if (name == "AVX2") t[kAvx2] = laya::kernels::kernel_table_hwy(target);

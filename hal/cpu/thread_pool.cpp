@@ -23,6 +23,8 @@ thread_local bool tls_in_job = false;
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield" ::: "memory");
 #endif
 }
 

@@ -74,8 +74,12 @@ void fill(KernelTable& t, int64_t target, bool allow_amx) {
 
   // bf16 GEMVs on vdpbf16ps only inside the AVX3 target and only when this CPU has AVX512-BF16
   // (GEMMs then on f32 FMA); GEMMs on AMX when the CPU has AMX-BF16 and the tile state was granted.
+#if defined(__x86_64__)
   __builtin_cpu_init();
   const bool dp = target == HWY_AVX3 && __builtin_cpu_supports("avx512bf16");
+#else
+  const bool dp = false;
+#endif
   const bool amx = dp && allow_amx && amx_bf16_usable();
   MatmulKernel& bf16 = t.matmul[static_cast<int>(WType::kBF16)];
   bf16.packed_bytes = LAYA_HWY_PICK(BF16PackedBytes, target);

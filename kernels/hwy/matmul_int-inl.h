@@ -89,6 +89,12 @@
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
 #include <immintrin.h>
 #endif
+#if HWY_TARGET == HWY_NEON
+#include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace laya::kernels::HWY_NAMESPACE {
@@ -177,7 +183,8 @@ inline constexpr int64_t kPrefetchBlk = 0, kPrefetchK = 0;
 #endif
 // q8_0 weights packed as they are (s8), not ^ 0x80: the targets whose DotMadd::q8 takes |w| and
 // sign(x, w) of them directly. VNNI (AVX3) needs u8 weights; SCALAR keeps the biased bytes.
-inline constexpr bool kQ8Signed = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4;
+inline constexpr bool kQ8Signed =
+    HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_NEON;
 static_assert(kPQ8 % kNTB == 0 && kPOther % kNTI8 == 0 && kPOther % kNTB == 0 &&
               kPQ8 % kNT<WType::kQ8_0> == 0 && kPOther % kNT<WType::kQ4_K> == 0);
 
@@ -862,8 +869,67 @@ struct DotMadd {
   }
   static HWY_INLINE VI madd16(VI a, VI b) { return VI{_mm_madd_epi16(a.raw, b.raw)}; }
 };
+#elif HWY_TARGET == HWY_NEON
+// Arm: every operand is read as s8 (nibbles, K-quant quants <= 63 and kQ8Signed q8_0 bytes are
+// their own s8 value; i8 weights lose the bias with one xor), so no correction term is needed.
+// ARMv8.0 (Cortex-A53, A72): smull / smull2 into int16 (|w * x| <= 128 * 127 fits), two
+// pairwise widening adds to int32 and one pairwise add: the 4-product sum of each lane, exact.
+inline int32x4_t neon_dot4(int32x4_t acc, int8x16_t a, int8x16_t b) {
+  const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+  const int16x8_t hi = vmull_high_s8(a, b);
+  return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+}
+inline int8x16_t neon_unbias(VI w) {
+  return veorq_s8(vreinterpretq_s8_s32(w.raw), vdupq_n_s8(static_cast<int8_t>(-128)));
+}
+// The ARMv8.2 dot product (Cortex-A55, A76, Neoverse): sdot adds each lane's 4 products into
+// its int32, wrapping like the reference's sums. Only in functions carrying this attribute (inside
+// Highway's "+crypto" region GCC 12 inlines vdotq_s32 only under a full arch string: dotprod is
+// an Armv8.2 option).
+#define LAYA_MI_SDOT_ATTR __attribute__((target("arch=armv8.2-a+crypto+dotprod")))
+struct DotNeonCommon {
+  static constexpr bool kBiased = false;
+  static constexpr bool kI16 = false;
+  static HWY_INLINE VI kscale(VI sc) { return sc; }
+  static HWY_INLINE VI kfinish(VI iacc, VI acc, VI scv) {
+    return VI{vmlaq_s32(iacc.raw, acc.raw, scv.raw)};
+  }
+  static HWY_INLINE VI madd16(VI a, VI b) {  // int16 pairs -> their int32 lane sums (pmaddwd)
+    const int16x8_t a16 = vreinterpretq_s16_s32(a.raw), b16 = vreinterpretq_s16_s32(b.raw);
+    const int32x4_t lo = vmull_s16(vget_low_s16(a16), vget_low_s16(b16));
+    return VI{vpaddq_s32(lo, vmull_high_s16(a16, b16))};
+  }
+};
+// ARMv8.0.
+struct DotMadd : DotNeonCommon {
+  static HWY_INLINE VI nib(VI acc, VI w, VI x) {
+    return VI{neon_dot4(acc.raw, vreinterpretq_s8_s32(w.raw), vreinterpretq_s8_s32(x.raw))};
+  }
+  static HWY_INLINE VI s8(VI acc, VI w, VI x) {
+    return VI{neon_dot4(acc.raw, neon_unbias(w), vreinterpretq_s8_s32(x.raw))};
+  }
+  static HWY_INLINE VI q8(VI acc, VI w, VI x) { return nib(acc, w, x); }
+  template <bool kPinOut = true>
+  static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return nib(acc, a, b);
+  }
+};
+// ARMv8.2 dotprod.
+struct DotSdot : DotNeonCommon {
+  LAYA_MI_SDOT_ATTR static HWY_INLINE VI nib(VI acc, VI w, VI x) {
+    return VI{vdotq_s32(acc.raw, vreinterpretq_s8_s32(w.raw), vreinterpretq_s8_s32(x.raw))};
+  }
+  LAYA_MI_SDOT_ATTR static HWY_INLINE VI s8(VI acc, VI w, VI x) {
+    return VI{vdotq_s32(acc.raw, neon_unbias(w), vreinterpretq_s8_s32(x.raw))};
+  }
+  LAYA_MI_SDOT_ATTR static HWY_INLINE VI q8(VI acc, VI w, VI x) { return nib(acc, w, x); }
+  template <bool kPinOut = true>
+  LAYA_MI_SDOT_ATTR static HWY_INLINE VI kacc(VI acc, VI a, VI b) {
+    return nib(acc, a, b);
+  }
+};
 #else
-// Any other target (SCALAR, non-x86): lane by lane.
+// Any other target (SCALAR): lane by lane.
 struct DotMadd {
   static constexpr bool kBiased = false;
   template <bool kSigned>
@@ -972,6 +1038,16 @@ inline void store_block(const float* out, int64_t ostride, int64_t mr, float* y,
 #undef LAYA_MI_DOT
 #endif
 
+#if HWY_TARGET == HWY_NEON
+#define LAYA_MI_NS matmul_int_sdot
+#define LAYA_MI_ATTR LAYA_MI_SDOT_ATTR
+#define LAYA_MI_DOT ::laya::kernels::HWY_NAMESPACE::matmul_int::DotSdot
+#include "kernels/hwy/matmul_int_body-inl.h"
+#undef LAYA_MI_NS
+#undef LAYA_MI_ATTR
+#undef LAYA_MI_DOT
+#endif
+
 #define LAYA_MI_NS matmul_int_madd
 #define LAYA_MI_ATTR
 #define LAYA_MI_DOT ::laya::kernels::HWY_NAMESPACE::matmul_int::DotMadd
@@ -983,15 +1059,21 @@ inline void store_block(const float* out, int64_t ostride, int64_t mr, float* y,
 // Installs family F's types for this target (with VNNI when allowed and available). Each
 // translation unit of the family wraps one F in its HWY_EXPORTed filler.
 template <matmul_int::Family F>
-void FillMatmulIntFamily(KernelTable& t, bool allow_vnni) {
+void FillMatmulIntFamily(KernelTable& t, bool allow_dot) {
 #if HWY_TARGET == HWY_AVX3
   __builtin_cpu_init();
-  if (allow_vnni && __builtin_cpu_supports("avx512vnni")) {
+  if (allow_dot && __builtin_cpu_supports("avx512vnni")) {
     matmul_int_vnni::install<F>(t);
     return;
   }
 #endif
-  (void)allow_vnni;
+#if HWY_TARGET == HWY_NEON && defined(__linux__)
+  if (allow_dot && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0) {
+    matmul_int_sdot::install<F>(t);
+    return;
+  }
+#endif
+  (void)allow_dot;
   matmul_int_madd::install<F>(t);
 }
 

@@ -11,8 +11,8 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace laya::kernels::HWY_NAMESPACE {
-void FillMatmulIntBlocks(KernelTable& t, bool allow_vnni) {
-  FillMatmulIntFamily<matmul_int::Family::kBlocks>(t, allow_vnni);
+void FillMatmulIntBlocks(KernelTable& t, bool allow_dot) {
+  FillMatmulIntFamily<matmul_int::Family::kBlocks>(t, allow_dot);
 }
 }  // namespace laya::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -31,16 +31,20 @@ void hwy_fill::matmul_int(KernelTable& t, int64_t target) {
   hwy_matmul_int::fill(t, target, true);
 }
 
-void hwy_matmul_int::fill(KernelTable& t, int64_t target, bool allow_vnni) {
-  LAYA_HWY_PICK(FillMatmulIntBlocks, target)(t, allow_vnni);
-  fill_kquant(t, target, allow_vnni);
+void hwy_matmul_int::fill(KernelTable& t, int64_t target, bool allow_dot) {
+  LAYA_HWY_PICK(FillMatmulIntBlocks, target)(t, allow_dot);
+  fill_kquant(t, target, allow_dot);
 }
 
 bool hwy_matmul_int::gemv_sw_prefetch() {
+#if defined(__x86_64__)
   static const bool on = [] {
     __builtin_cpu_init();
     return !(__builtin_cpu_is("amd") && __builtin_cpu_supports("avx512f"));
   }();
+#else
+  const bool on = true;  // only the x86 targets prefetch (kPrefetchBlk)
+#endif
   return on;
 }
 

@@ -11,12 +11,13 @@ namespace laya::kernels::hwy_matmul_int {
 
 // Installs every int-family type (kernels/matmul.inc) for `target` (a bit from
 // kernel_hwy_targets()) into t, both halves (matmul_int.cpp and matmul_kquant.cpp).
-// allow_vnni = false forces the pmaddubsw path on AVX3 even when the CPU has AVX512-VNNI, so
-// tests cover the path a CPU without VNNI takes. hwy_fill::matmul_int passes true.
-void fill(KernelTable& t, int64_t target, bool allow_vnni);
+// allow_dot = false forces the path without the CPU's dot-product extension (AVX3: pmaddubsw even
+// when the CPU has AVX512-VNNI; NEON: smull + pairwise adds even when it has the ARMv8.2 dotprod
+// sdot), so tests cover the path a CPU without it takes. hwy_fill::matmul_int passes true.
+void fill(KernelTable& t, int64_t target, bool allow_dot);
 
 // The K-quant half of fill (kernels/hwy/matmul_kquant.cpp).
-void fill_kquant(KernelTable& t, int64_t target, bool allow_vnni);
+void fill_kquant(KernelTable& t, int64_t target, bool allow_dot);
 
 // Whether the q5_0 / q5_1 and K-quant GEMVs prefetch their weight stream in software (the other
 // types always do). False on AMD CPUs with AVX-512 (Zen 4 and later): there the hardware

@@ -1,10 +1,10 @@
 // Micro-kernels and drivers of the integer matmul family for ONE dot-product policy. No include
 // guard: kernels/hwy/matmul_int-inl.h includes it inside laya::kernels::HWY_NAMESPACE once per
-// policy (AVX3: VNNI and pmaddubsw; other targets: one), with
+// policy (AVX3: VNNI and pmaddubsw; NEON: sdot and smull; other targets: one), with
 //   LAYA_MI_NS    the namespace of this copy
 //   LAYA_MI_ATTR  the attribute of every function that may inline the policy (AVX3 VNNI: the
-//                 target string plus avx512vnni; otherwise empty)
-//   LAYA_MI_DOT   the policy (matmul_int::DotVnni / DotMadd)
+//                 target string plus avx512vnni; NEON sdot: plus dotprod; otherwise empty)
+//   LAYA_MI_DOT   the policy (matmul_int::DotVnni / DotSdot / DotMadd)
 // A separate copy per policy keeps the VNNI target attribute away from the fallback's code, so no
 // VNNI instruction can reach a CPU without it.
 

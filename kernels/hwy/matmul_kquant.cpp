@@ -10,8 +10,8 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace laya::kernels::HWY_NAMESPACE {
-void FillMatmulIntKQuants(KernelTable& t, bool allow_vnni) {
-  FillMatmulIntFamily<matmul_int::Family::kKQuants>(t, allow_vnni);
+void FillMatmulIntKQuants(KernelTable& t, bool allow_dot) {
+  FillMatmulIntFamily<matmul_int::Family::kKQuants>(t, allow_dot);
 }
 }  // namespace laya::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -24,8 +24,8 @@ namespace laya::kernels {
 
 HWY_EXPORT(FillMatmulIntKQuants);
 
-void hwy_matmul_int::fill_kquant(KernelTable& t, int64_t target, bool allow_vnni) {
-  LAYA_HWY_PICK(FillMatmulIntKQuants, target)(t, allow_vnni);
+void hwy_matmul_int::fill_kquant(KernelTable& t, int64_t target, bool allow_dot) {
+  LAYA_HWY_PICK(FillMatmulIntKQuants, target)(t, allow_dot);
 }
 
 }  // namespace laya::kernels

@@ -279,7 +279,7 @@ TEST_CASE("matmul float: blocked shapes (several k blocks, column and row chunks
       {70, 100, 2101, 2101, 100, true},
   };
   for (const int threads : {2, 3}) {
-    const laya::test::TestPool workers(threads);
+    laya::test::TestPool workers(threads);
     const ThreadPool& pool = workers.pool;
     for (const Variant& variant : variants()) {
       const KernelTable& table = variant.table;

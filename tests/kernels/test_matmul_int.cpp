@@ -68,7 +68,8 @@ struct AlignedBuf {
   AlignedBuf& operator=(const AlignedBuf&) = delete;
 };
 
-// One table per variant under test: every Highway target, plus AVX3 without VNNI.
+// One table per variant under test: every Highway target, plus AVX3 without VNNI and NEON
+// without dotprod.
 struct Variant {
   std::string name;
   KernelTable table;
@@ -78,10 +79,11 @@ std::vector<Variant> variants() {
   std::vector<Variant> v;
   for (int64_t target : kernel_hwy_targets()) {
     v.push_back({kernel_target_name(target), kernel_table_hwy(target)});
-    if (std::string(kernel_target_name(target)) == "AVX3") {
+    const std::string name = kernel_target_name(target);
+    if (name == "AVX3" || name == "NEON") {  // the path of a CPU without VNNI / dotprod too
       KernelTable t = kernel_table_hwy(target);
-      hwy_matmul_int::fill(t, target, /*allow_vnni=*/false);
-      v.push_back({"AVX3 (no VNNI)", t});
+      hwy_matmul_int::fill(t, target, /*allow_dot=*/false);
+      v.push_back({name + (name == "AVX3" ? " (no VNNI)" : " (no dotprod)"), t});
     }
   }
   return v;
@@ -358,7 +360,7 @@ TEST_CASE("int matmul: every target and type matches the reference (serial)") {
 }
 
 TEST_CASE("int matmul: threaded runs match the reference") {
-  const laya::test::TestPool workers(3);
+  laya::test::TestPool workers(3);
   const ThreadPool& pool = workers.pool;
   for (const Variant& var : variants()) {
     for (WType type : kIntTypes) {
