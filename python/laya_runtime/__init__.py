@@ -19,7 +19,7 @@ from ._capi import CallError
 from .agent import Agent, LayaRuntimeError, SchemaError, load
 from .decoder import Decoder
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 DEFAULT_SHORTLIST_K = 20
 

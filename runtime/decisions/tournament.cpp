@@ -186,7 +186,9 @@ Status Tournament::answer(const Value& result) {
     const Value* a = answers->find(std::to_string(i));
     const Value* c = a != nullptr ? a->find("choice") : nullptr;
     if (c == nullptr)
-      return Status(StatusCode::kInternal, "a tournament round lost group " + std::to_string(i));
+      return Status(
+          mode_ == TournamentMode::kSdk ? StatusCode::kRequestUnprocessable : StatusCode::kInternal,
+          "a tournament round's reply has no choice for group '" + std::to_string(i) + "'");
     winners[groups_[i].first].push_back(*c);
     played[groups_[i].first] = true;
   }
