@@ -58,10 +58,11 @@
 #include <stdint.h>
 
 #define LAYA_VERSION_MAJOR 0
-#define LAYA_VERSION_MINOR 3
+#define LAYA_VERSION_MINOR 4
 #define LAYA_VERSION_PATCH 0
-#define LAYA_VERSION_STRING "0.3.0"
-/* Bumped whenever a struct or a signature below changes incompatibly. */
+#define LAYA_VERSION_STRING "0.4.0"
+/* MINOR is bumped when entry points are added (the ABI stays; each new section says "since");
+ * the ABI version whenever a struct or a signature below changes incompatibly. */
 #define LAYA_ABI_VERSION 1
 
 #if defined(_WIN32)
@@ -107,7 +108,7 @@ typedef struct laya_error {
 
 /* ---- version --------------------------------------------------------------------------- */
 
-LAYA_API const char* laya_version(void); /* "0.3.0" */
+LAYA_API const char* laya_version(void); /* "0.4.0" */
 LAYA_API uint32_t laya_abi_version(void);
 
 /* ---- logging --------------------------------------------------------------------------- */
@@ -530,6 +531,73 @@ LAYA_API laya_status laya_context_set_stream(laya_context* ctx, laya_token_fn on
 LAYA_API laya_status laya_detect_language(const char* state_json, size_t len, int32_t explain,
                                           char* out, size_t out_capacity, size_t* out_len,
                                           laya_error* err);
+
+/* ---- routing (since 0.4) ------------------------------------------------------------------- */
+
+/* Which Laya checkpoint answers a request: the upstream SDK's laya.Router(...).route(...) (laya
+ * 0.4.15), loading nothing (runtime/decisions/router.h has the rules).
+ *   options_json  the Router's data arguments, a JSON object (NULL / length 0: the defaults):
+ *                 "default" (a checkpoint name or alias ["multilingual"]), "auto_task_detection",
+ *                 "standalone_repos" (booleans), "models" ({name: source}: re-points a built-in
+ *                 checkpoint or registers one; the source is reported as its "repo"),
+ *                 "lang_guess" (a language code applied to every request, or null).
+ *   query_json    route()'s arguments, a JSON object: "state", "questions", "model", "task",
+ *                 "lang", "lang_guess" (absent: None), "explain" (a boolean).
+ * Writes the RouteDecision {"model", "repo", "reason", "detection", "workflow"} into
+ * out[out_capacity]. Refusals carry upstream's message in `err`: LAYA_E_REQUEST_UNPROCESSABLE
+ * where upstream raises ValueError (an unknown model, an invalid checkpoint name),
+ * LAYA_E_REQUEST_INVALID where it raises TypeError (questions not a dict) and for malformed JSON
+ * or an unknown key. Needs no model; allocates (it is not a context's call). */
+LAYA_API laya_status laya_route(const char* options_json, size_t options_len,
+                                const char* query_json, size_t query_len, char* out,
+                                size_t out_capacity, size_t* out_len, laya_error* err);
+
+/* ---- tournament (since 0.4) ---------------------------------------------------------------- */
+
+/* A choice narrowed by elimination: the upstream SDK's laya.predict_tournament(agent, state,
+ * questions, group_size) (shortlist.py; runtime/decisions/tournament.h). Every choice with more
+ * than group_size labels is cut, in criteria order, into groups of near-equal size; one call
+ * answers every group (as questions "0", "1", ...), the group winners meet in the next round, and
+ * a final call answers the request's questions with each such choice cut to its finalists. The
+ * result is the final call's reply plus "tournament": {question id: {"labels": the finalists,
+ * "n": the labels before the first round, "rounds": r}} for every choice question.
+ *
+ * One call on an encoder context: `body` is a /v1/systemone body ("state", "questions" and the
+ * options every call takes: "lang", "max_len", "head_max_len", "min_confidence"); each call is
+ * laya_decide of it with that call's questions, under the context's rules. group_size >= 2.
+ * Unlike laya_decide this allocates on the heap (the rounds' JSON between calls). The result JSON
+ * is kept as laya_result_json gives it; the typed view (laya_result_answer) is the final call's.
+ * Refusals of the questions (before any call) are upstream's: LAYA_E_REQUEST_UNPROCESSABLE for
+ * its ValueError (a choice without criteria, empty or repeated labels), LAYA_E_REQUEST_INVALID
+ * for its TypeError (criteria neither a dict nor a list, questions not a dict). */
+LAYA_API laya_status laya_predict_tournament(laya_context* ctx, const char* body, size_t body_len,
+                                             int32_t group_size, char* out, size_t out_capacity,
+                                             size_t* out_len);
+
+/* The same rounds driven by the caller, for calls this library does not make (another model per
+ * round, a remote agent): create from the questions (JSON object), then while !done: next gives
+ * the questions of the next call, answer takes that call's reply (its result JSON); result gives
+ * the tournament's result. Refusals as laya_predict_tournament's, and a reply that is not an
+ * object, or a round's reply whose "answers" is not one (LAYA_E_REQUEST_INVALID, upstream's
+ * TypeError), or that lacks a group's "choice" (LAYA_E_REQUEST_UNPROCESSABLE). A tournament is
+ * one thread's at a time; it allocates on the heap. */
+typedef struct laya_tournament laya_tournament;
+LAYA_API laya_status laya_tournament_create(const char* questions_json, size_t len,
+                                            int32_t group_size, laya_tournament** out,
+                                            laya_error* err);
+/* 1 when the result is ready (no call left), else 0; 0 for NULL. */
+LAYA_API int32_t laya_tournament_done(const laya_tournament* t);
+/* The next call's questions (a JSON object) into out; *final_call (optional): 1 for the final
+ * call. LAYA_E_INVALID_ARGUMENT once done. */
+LAYA_API laya_status laya_tournament_next(const laya_tournament* t, char* out, size_t out_capacity,
+                                          size_t* out_len, int32_t* final_call);
+LAYA_API laya_status laya_tournament_answer(laya_tournament* t, const char* result_json, size_t len,
+                                            laya_error* err);
+/* The result JSON (LAYA_E_INVALID_ARGUMENT before done). */
+LAYA_API laya_status laya_tournament_result(const laya_tournament* t, char* out,
+                                            size_t out_capacity, size_t* out_len);
+/* NULL is a no-op. */
+LAYA_API void laya_tournament_free(laya_tournament* t);
 
 /* ---- tokens -------------------------------------------------------------------------------- */
 

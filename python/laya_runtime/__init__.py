@@ -18,8 +18,9 @@ from typing import Any, Dict, Optional, Sequence
 from ._capi import CallError
 from .agent import Agent, LayaRuntimeError, SchemaError, load
 from .decoder import Decoder
+from .router import DEFAULT_TOURNAMENT_GROUP, RouteDecision, Router, predict_tournament
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 DEFAULT_SHORTLIST_K = 20
 
@@ -81,4 +82,5 @@ def ece_score(conf: Sequence[float], correct: Sequence[float], bins: int = 15) -
 
 
 __all__ = ["Agent", "CallError", "Decoder", "LayaRuntimeError", "SchemaError", "load", "predict_shortlist", "detect_language",
-           "ece_score", "DEFAULT_SHORTLIST_K", "__version__"]
+           "ece_score", "DEFAULT_SHORTLIST_K", "Router", "RouteDecision", "predict_tournament",
+           "DEFAULT_TOURNAMENT_GROUP", "__version__"]

@@ -164,6 +164,13 @@ def _declare(lib: ctypes.CDLL) -> None:
         "laya_context_set_rules": (st, [vp, ctypes.c_int]),
         "laya_detect_language": (st, [cp, sz, ctypes.c_int32, vp, sz, P(sz), P(Error)]),
         "laya_context_set_sampling": (st, [vp, P(Sampling)]),
+        "laya_route": (st, [cp, sz, cp, sz, vp, sz, P(sz), P(Error)]),
+        "laya_tournament_create": (st, [cp, sz, ctypes.c_int32, P(vp), P(Error)]),
+        "laya_tournament_done": (ctypes.c_int32, [vp]),
+        "laya_tournament_next": (st, [vp, vp, sz, P(sz), P(ctypes.c_int32)]),
+        "laya_tournament_answer": (st, [vp, cp, sz, P(Error)]),
+        "laya_tournament_result": (st, [vp, vp, sz, P(sz)]),
+        "laya_tournament_free": (None, [vp]),
         "laya_generate_params_init_": (GenerateParams, [ctypes.c_uint32, sz]),
         "laya_generate": (st, [vp, P(GenerateParams), vp, sz, P(sz)]),
     }
@@ -211,6 +218,75 @@ def detect_language(state_json: bytes, explain: bool) -> str:
     if s != OK:
         raise CallError(s, err.message.decode("utf-8", "replace"))
     return out.raw[: n.value].decode("utf-8")
+
+
+def route(options_json: bytes, query_json: bytes) -> str:
+    """laya_route: the RouteDecision as JSON text, or CallError."""
+    L = lib()
+    err = Error()
+    n = c_size_t(0)
+    args = (options_json, len(options_json), query_json, len(query_json))
+    s = L.laya_route(*args, None, 0, ctypes.byref(n), ctypes.byref(err))
+    if s == OK:
+        out = ctypes.create_string_buffer(n.value + 1)
+        s = L.laya_route(*args, out, len(out), ctypes.byref(n), ctypes.byref(err))
+    if s != OK:
+        raise CallError(s, err.message.decode("utf-8", "replace"))
+    return out.raw[: n.value].decode("utf-8")
+
+
+def _copy(fn, *args) -> str:
+    """A call of the buffer convention (the size query, then the copy) as text, or CallError."""
+    n = c_size_t(0)
+    s = fn(*args[:1], None, 0, ctypes.byref(n), *args[1:])
+    if s == OK:
+        out = ctypes.create_string_buffer(n.value + 1)
+        s = fn(*args[:1], out, len(out), ctypes.byref(n), *args[1:])
+    if s != OK:
+        raise CallError(s, lib().laya_status_string(s).decode())
+    return out.raw[: n.value].decode("utf-8")
+
+
+class Tournament:
+    """laya_tournament: the rounds of a predict_tournament, the calls made by the caller."""
+
+    def __init__(self, questions_json: bytes, group_size: int):
+        L = lib()
+        err = Error()
+        handle = ctypes.c_void_p()
+        s = L.laya_tournament_create(questions_json, len(questions_json), group_size,
+                                     ctypes.byref(handle), ctypes.byref(err))
+        if s != OK:
+            raise CallError(s, err.message.decode("utf-8", "replace"))
+        self.handle = handle
+
+    def done(self) -> bool:
+        return bool(lib().laya_tournament_done(self.handle))
+
+    def next(self) -> str:
+        """The questions of the next call (JSON text)."""
+        return _copy(lib().laya_tournament_next, self.handle, None)
+
+    def answer(self, result_json: bytes) -> None:
+        err = Error()
+        s = lib().laya_tournament_answer(self.handle, result_json, len(result_json),
+                                         ctypes.byref(err))
+        if s != OK:
+            raise CallError(s, err.message.decode("utf-8", "replace"))
+
+    def result(self) -> str:
+        return _copy(lib().laya_tournament_result, self.handle)
+
+    def close(self) -> None:
+        if self.handle:
+            lib().laya_tournament_free(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 class CallError(Exception):

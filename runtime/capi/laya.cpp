@@ -15,11 +15,18 @@
 #include "runtime/decisions/context.h"
 #include "runtime/decisions/lang.h"
 #include "runtime/decisions/model.h"
+#include "runtime/decisions/router.h"
+#include "runtime/decisions/tournament.h"
 #include "runtime/text/json.h"
+#include "runtime/text/pystr.h"
 
 using laya::Status;
 using laya::StatusCode;
 namespace d = laya::decision;
+
+struct laya_tournament {
+  laya::decision::Tournament t;
+};
 
 struct laya_model {
   std::shared_ptr<const d::Model> model;
@@ -239,6 +246,83 @@ laya_status open_model(const void* data, size_t size, const char* path,
   }
   *out = lm;
   return ok(err);
+}
+
+// A JSON argument of the routing and tournament calls (NULL with length 0: `empty`).
+laya::Result<laya::json::Value> parse_arg(const char* text, size_t len, const char* what,
+                                          const char* empty) {
+  if (text == nullptr && len > 0)
+    return Status(StatusCode::kRequestInvalid, std::string(what) + " is NULL");
+  const std::string_view s = text != nullptr && len > 0 ? std::string_view(text, len) : empty;
+  laya::Result<laya::json::Value> v = laya::json::parse(s, laya::json::ParseOptions{}, what);
+  if (!v.is_ok()) return Status(StatusCode::kRequestInvalid, v.status().message());
+  if (!v->is_object())
+    return Status(StatusCode::kRequestInvalid, std::string(what) + " must be a JSON object");
+  return v;
+}
+
+Status bad_key(const char* what, const std::string& key) {
+  return Status(StatusCode::kRequestInvalid,
+                std::string("unknown ") + what + " " + laya::py::repr(std::string_view(key)));
+}
+
+laya::Result<d::RouterOptions> router_options(const laya::json::Value& v) {
+  d::RouterOptions o;
+  for (const laya::json::Member& m : v.members()) {
+    const laya::json::Value& x = m.value;
+    if (m.key == "default") {
+      if (!x.is_null()) o.default_model = x.is_string() ? x.as_string() : laya::py::str(x);
+    } else if (m.key == "auto_task_detection" || m.key == "standalone_repos") {
+      if (!x.is_bool() && !x.is_null())
+        return Status(StatusCode::kRequestInvalid, m.key + " must be a boolean");
+      (m.key == "auto_task_detection" ? o.auto_task_detection : o.standalone_repos) = x.as_bool();
+    } else if (m.key == "models") {
+      if (x.is_null()) continue;
+      if (!x.is_object())
+        return Status(StatusCode::kRequestInvalid, "models must be an object of name -> source");
+      for (const laya::json::Member& e : x.members()) {
+        if (!e.value.is_string())
+          return Status(
+              StatusCode::kRequestInvalid,
+              "the source of " + laya::py::repr(std::string_view(e.key)) + " must be a string");
+        o.models.emplace_back(e.key, e.value.as_string());
+      }
+    } else if (m.key == "lang_guess") {
+      if (!x.is_null()) o.lang_guess = x.is_string() ? x.as_string() : laya::py::str(x);
+    } else {
+      return bad_key("router option", m.key);
+    }
+  }
+  return o;
+}
+
+laya::Result<laya::json::Value> route(const laya::json::Value& opts,
+                                      const laya::json::Value& query) {
+  LAYA_ASSIGN_OR_RETURN(d::RouterOptions o, router_options(opts));
+  LAYA_ASSIGN_OR_RETURN(d::Router r, d::Router::create(o));
+  d::RouteQuery q;
+  for (const laya::json::Member& m : query.members()) {
+    if (m.key == "state") {
+      q.state = m.value;
+    } else if (m.key == "questions") {
+      q.questions = &m.value;
+    } else if (m.key == "model") {
+      q.model = m.value;
+    } else if (m.key == "task") {
+      q.task = m.value;
+    } else if (m.key == "lang") {
+      q.lang = m.value;
+    } else if (m.key == "lang_guess") {
+      q.lang_guess = m.value;
+    } else if (m.key == "explain") {
+      if (!m.value.is_bool() && !m.value.is_null())
+        return Status(StatusCode::kRequestInvalid, "explain must be a boolean");
+      q.explain = m.value.as_bool();
+    } else {
+      return bad_key("route argument", m.key);
+    }
+  }
+  return r.route(q);
 }
 
 }  // namespace
@@ -770,6 +854,83 @@ laya_status laya_detect_language(const char* state_json, size_t len, int32_t exp
   const laya_status s = copy_out(laya::json::dump(d::analyse_state(*state, explain != 0)), out,
                                  out_capacity, out_len);
   return s == LAYA_OK ? ok(err) : fail(err, s, "the output buffer is too small");
+}
+
+laya_status laya_route(const char* options_json, size_t options_len, const char* query_json,
+                       size_t query_len, char* out, size_t out_capacity, size_t* out_len,
+                       laya_error* err) {
+  laya::Result<laya::json::Value> opts = parse_arg(options_json, options_len, "options", "{}");
+  if (!opts.is_ok()) return fail(err, opts.status());
+  laya::Result<laya::json::Value> query = parse_arg(query_json, query_len, "query", "");
+  if (!query.is_ok()) return fail(err, query.status());
+  laya::Result<laya::json::Value> decision = route(*opts, *query);
+  if (!decision.is_ok()) return fail(err, decision.status());
+  const laya_status s = copy_out(laya::json::dump(*decision), out, out_capacity, out_len);
+  return s == LAYA_OK ? ok(err) : fail(err, s, "the output buffer is too small");
+}
+
+laya_status laya_predict_tournament(laya_context* ctx, const char* body, size_t body_len,
+                                    int32_t group_size, char* out, size_t out_capacity,
+                                    size_t* out_len) {
+  if (ctx == nullptr || (body == nullptr && body_len > 0) || group_size < 2)
+    return LAYA_E_INVALID_ARGUMENT;
+  d::Context* c = ctx_of(ctx);
+  const Status st =
+      c->decide_tournament(std::string_view(body != nullptr ? body : "", body_len), group_size);
+  return context_result(c, st, c->json(), out, out_capacity, out_len);
+}
+
+laya_status laya_tournament_create(const char* questions_json, size_t len, int32_t group_size,
+                                   laya_tournament** out, laya_error* err) {
+  if (out == nullptr) return fail(err, LAYA_E_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+  if (group_size < 2) return fail(err, LAYA_E_INVALID_ARGUMENT, "group_size must be at least 2");
+  if (questions_json == nullptr && len > 0)
+    return fail(err, LAYA_E_INVALID_ARGUMENT, "questions_json is NULL");
+  laya::Result<laya::json::Value> qs =
+      laya::json::parse(std::string_view(questions_json != nullptr ? questions_json : "", len),
+                        laya::json::ParseOptions{}, "questions");
+  if (!qs.is_ok()) return fail(err, LAYA_E_REQUEST_INVALID, qs.status().message());
+  laya::Result<std::optional<d::Tournament>> plan =
+      d::Tournament::plan(*qs, group_size, d::TournamentMode::kSdk);
+  if (!plan.is_ok()) return fail(err, plan.status());
+  laya_tournament* t = new (std::nothrow) laya_tournament{std::move(**plan)};
+  if (t == nullptr) return fail(err, LAYA_E_MEMORY, "no memory for the tournament");
+  *out = t;
+  return ok(err);
+}
+
+int32_t laya_tournament_done(const laya_tournament* t) {
+  return t != nullptr && t->t.done() ? 1 : 0;
+}
+
+laya_status laya_tournament_next(const laya_tournament* t, char* out, size_t out_capacity,
+                                 size_t* out_len, int32_t* final_call) {
+  if (t == nullptr || t->t.done()) return LAYA_E_INVALID_ARGUMENT;
+  if (final_call != nullptr) *final_call = t->t.final_call() ? 1 : 0;
+  return copy_out(laya::json::dump(t->t.next_questions()), out, out_capacity, out_len);
+}
+
+laya_status laya_tournament_answer(laya_tournament* t, const char* result_json, size_t len,
+                                   laya_error* err) {
+  if (t == nullptr || t->t.done() || (result_json == nullptr && len > 0))
+    return fail(err, LAYA_E_INVALID_ARGUMENT, t == nullptr ? "t is NULL" : "no call is pending");
+  laya::Result<laya::json::Value> r =
+      laya::json::parse(std::string_view(result_json != nullptr ? result_json : "", len),
+                        laya::json::ParseOptions{}, "result");
+  if (!r.is_ok()) return fail(err, LAYA_E_REQUEST_INVALID, r.status().message());
+  const Status st = t->t.answer(*r);
+  return st.is_ok() ? ok(err) : fail(err, st);
+}
+
+laya_status laya_tournament_result(const laya_tournament* t, char* out, size_t out_capacity,
+                                   size_t* out_len) {
+  if (t == nullptr || !t->t.done()) return LAYA_E_INVALID_ARGUMENT;
+  return copy_out(laya::json::dump(t->t.result()), out, out_capacity, out_len);
+}
+
+void laya_tournament_free(laya_tournament* t) {
+  delete t;
 }
 
 laya_status laya_tokenize(laya_context* ctx, const char* text, size_t text_len, int32_t add_special,

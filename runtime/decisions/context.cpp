@@ -5,6 +5,7 @@
 #include <new>
 
 #include "runtime/decisions/encoder.h"
+#include "runtime/decisions/tournament.h"
 #include "runtime/decisions/request.h"
 #include "runtime/text/json.h"
 
@@ -419,6 +420,38 @@ Status Context::decide(std::string_view body) {
   if (Status st = admit(body, &budget); !st.is_ok()) return finish(st);
   return finish(model_->kind() == ModelKind::kEncoder ? decide_encoder(body)
                                                       : decide_decoder(body, sampler_));
+}
+
+Status Context::decide_tournament(std::string_view body, int group_size) {
+  // Outside any call's Scope: what lives from one call to the next is on the heap.
+  auto fail = [this](const Status& st) {
+    CallScope scope(this);
+    return finish(st);
+  };
+  if (body.size() > layout_.limits.max_request_bytes)
+    return fail(status_error(StatusCode::kRequestTooLarge,
+                             "the request body has %zu bytes; this context takes %llu", body.size(),
+                             static_cast<unsigned long long>(layout_.limits.max_request_bytes)));
+  Result<json::Value> req = json::parse(body, json::ParseOptions{}, "request body");
+  if (!req.is_ok()) return fail(Status(StatusCode::kRequestInvalid, req.status().message()));
+  if (!req->is_object())
+    return fail(Status(StatusCode::kRequestInvalid, "the request body must be a JSON object"));
+  const json::Value* qs = req->find("questions");
+  Result<std::optional<Tournament>> plan =
+      Tournament::plan(qs != nullptr ? *qs : json::Value(), group_size, TournamentMode::kSdk);
+  if (!plan.is_ok()) return fail(plan.status());
+  Tournament& t = **plan;
+  while (!t.done()) {
+    req->set("questions", t.next_questions());
+    LAYA_RETURN_IF_ERROR(decide(json::dump(*req)));  // a failed call has set the error
+    Result<json::Value> reply = json::parse(json());
+    if (!reply.is_ok()) return fail(reply.status());
+    if (Status st = t.answer(*reply); !st.is_ok()) return fail(st);
+  }
+  const std::string out = json::dump(t.result());
+  mem::Scope scope(&arena_);  // the result replaces the final call's JSON, in its arena
+  call_->json = out;
+  return Status::ok();
 }
 
 Status Context::decide_encoder(std::string_view body) {

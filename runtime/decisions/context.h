@@ -151,6 +151,10 @@ class Context {
   Status decide_batch(size_t n, std::string_view (*body)(const void* items, size_t i),
                       const void* items);
   Status decide_schema(const SchemaRequestParts& req);
+  // The SDK's predict_tournament (runtime/decisions/tournament.h, kSdk) over decide(): `body` a
+  // /v1/systemone body whose questions each call replaces. json() is the tournament's result,
+  // output() the final call's. Unlike decide(), the rounds' JSON lives on the heap between calls.
+  Status decide_tournament(std::string_view body, int group_size);
   // Decoders: the raw label logits (T = 1) of a questions request's first state, by the path
   // decide() takes (laya-run calibrate fits temperatures on them).
   Status question_scores(const runtime::DecoderRequest& req,

@@ -5,6 +5,7 @@
 // and 8 threads with 8 contexts on one model answering exactly as one thread does.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -639,3 +640,206 @@ TEST_CASE("8 threads with 8 contexts on one model answer exactly as one thread d
 }
 
 }  // namespace
+
+namespace {
+
+// A call of the buffer convention into a string: the size query, then the copy.
+template <class F>
+laya_status into(std::string* out, F call) {
+  size_t n = 0;
+  laya_status s = call(nullptr, size_t{0}, &n);
+  if (s != LAYA_OK) return s;
+  out->assign(n + 1, '\0');
+  s = call(out->data(), out->size(), &n);
+  out->resize(n);
+  return s;
+}
+
+laya::json::Value parsed(const std::string& text) {
+  laya::Result<laya::json::Value> v = laya::json::parse(text);
+  REQUIRE(v.is_ok());
+  return std::move(v).value();
+}
+
+}  // namespace
+
+TEST_CASE("route: upstream Router(...).route(...)'s recorded decisions, no model") {
+  const laya::json::Value probe =
+      parsed(read(env("LAYA_SOURCE_ROOT") + "/tests/fixtures/laya-router/analyse_probe.json"));
+  const laya::json::Value* routes = probe.find("route");
+  REQUIRE(routes != nullptr);
+  REQUIRE(routes->items().size() >= 20);
+  for (const laya::json::Value& c : routes->items()) {
+    const std::string opts = laya::json::dump(*c.find("router_kwargs"));
+    const std::string query = laya::json::dump(*c.find("route_kwargs"));
+    std::string out;
+    laya_error err;
+    REQUIRE_MESSAGE(into(&out,
+                         [&](char* o, size_t cap, size_t* n) {
+                           return laya_route(opts.data(), opts.size(), query.data(), query.size(),
+                                             o, cap, n, &err);
+                         }) == LAYA_OK,
+                    err.message);
+    laya::json::Value got = parsed(out);
+    REQUIRE(got.find("repo") != nullptr);
+    CHECK(got.find("repo")->is_string());
+    auto& mem = got.members();  // upstream's record leaves the repo out
+    mem.erase(std::remove_if(mem.begin(), mem.end(), [](const auto& m) { return m.key == "repo"; }),
+              mem.end());
+    CHECK_MESSAGE(got == *c.find("decision"), query, " -> ", out);
+  }
+  // The repo: a registered checkpoint's source, a built-in's bundle subfolder.
+  const std::string reg = R"({"models": {"Papers": "/data/papers.laya"}})";
+  std::string out;
+  laya_error err;
+  auto route = [&](const std::string& o, const std::string& q) {
+    return into(&out, [&](char* b, size_t cap, size_t* n) {
+      return laya_route(o.data(), o.size(), q.data(), q.size(), b, cap, n, &err);
+    });
+  };
+  REQUIRE(route(reg, R"({"state": "x", "model": "papers"})") == LAYA_OK);
+  CHECK(parsed(out).find("repo")->as_string() == "/data/papers.laya");
+  REQUIRE(route("", R"({"state": "Der Kunde wurde zweimal belastet"})") == LAYA_OK);
+  CHECK(parsed(out).find("model")->as_string() == "multilingual");
+  CHECK(parsed(out).find("repo")->as_string() == "convaiinnovations/laya/multilingual");
+  // Refusals: upstream's ValueError and TypeError, and what is not JSON of the right shape.
+  CHECK(route("", R"({"state": "x", "model": "nope"})") == LAYA_E_REQUEST_UNPROCESSABLE);
+  CHECK(std::string(err.message).rfind("unknown model 'nope'; choose one of ['english', ", 0) == 0);
+  CHECK(route(R"({"default": "nope"})", R"({"state": "x"})") == LAYA_E_REQUEST_UNPROCESSABLE);
+  CHECK(route(R"({"models": {"a/b": "/x"}})", R"({"state": "x"})") == LAYA_E_REQUEST_UNPROCESSABLE);
+  CHECK(std::string(err.message).rfind("invalid checkpoint name 'a/b'", 0) == 0);
+  CHECK(route("", R"({"state": "x", "questions": ["a"]})") == LAYA_E_REQUEST_INVALID);
+  CHECK(std::string(err.message) ==
+        "questions must be a dict of question id -> definition, got list");
+  CHECK(route("", R"({"state": "x", "modle": "english"})") == LAYA_E_REQUEST_INVALID);
+  CHECK(route(R"({"auto_task_detection": "yes"})", R"({"state": "x"})") == LAYA_E_REQUEST_INVALID);
+  CHECK(route("", R"({"state": )") == LAYA_E_REQUEST_INVALID);
+  CHECK(route("", "[1]") == LAYA_E_REQUEST_INVALID);
+  const std::string q = R"({"state": "hello there my friend"})";
+  size_t n = 0;
+  REQUIRE(laya_route(nullptr, 0, q.data(), q.size(), nullptr, 0, &n, &err) == LAYA_OK);
+  std::vector<char> small(n);  // no room for the NUL
+  CHECK(laya_route(nullptr, 0, q.data(), q.size(), small.data(), small.size(), &n, &err) ==
+        LAYA_E_BUFFER_TOO_SMALL);
+}
+
+TEST_CASE("tournament: upstream predict_tournament's rounds, in one call or driven step by step") {
+  laya_model* m = open(tiny_laya());
+  {
+    Ctx c(m, nullptr);
+    REQUIRE(c.status == LAYA_OK);
+    REQUIRE(laya_context_set_rules(c.ctx, LAYA_RULES_SDK) == LAYA_OK);
+    std::string labels;
+    for (int i = 0; i < 40; ++i)
+      labels += (i ? ", " : "") + std::string("\"p") + std::to_string(i) + "\"";
+    const std::string questions =
+        R"({"p": {"type": "choice", "instructions": "Which product?", "criteria": [)" + labels +
+        R"(]}, "u": {"type": "noul", "instructions": "Urgent?"}})";
+    const std::string body =
+        R"({"state": "I need product p17 today", "questions": )" + questions + "}";
+
+    // Driven step by step: 40 labels in groups of at most 16 are 3 groups of 13, 13 and 14, in
+    // criteria order; their 3 winners are the final call's choice.
+    laya_tournament* t = nullptr;
+    laya_error err;
+    REQUIRE(laya_tournament_create(questions.data(), questions.size(), 16, &t, &err) == LAYA_OK);
+    std::string next, reply;
+    int32_t final_call = -1;
+    REQUIRE(into(&next, [&](char* o, size_t cap, size_t* n) {
+              return laya_tournament_next(t, o, cap, n, &final_call);
+            }) == LAYA_OK);
+    CHECK(final_call == 0);
+    laya::json::Value round = parsed(next);
+    REQUIRE(round.members().size() == 3);
+    const size_t sizes[] = {13, 13, 14};
+    for (size_t g = 0; g < 3; ++g) {
+      const laya::json::Value& crit = *round.find(std::to_string(g))->find("criteria");
+      REQUIRE(crit.items().size() == sizes[g]);
+      CHECK(crit.items()[0].as_string() == "p" + std::to_string(g == 0 ? 0 : g == 1 ? 13 : 26));
+    }
+    REQUIRE(c.decide(R"({"state": "I need product p17 today", "questions": )" + next + "}",
+                     &reply) == LAYA_OK);
+    std::vector<laya::json::Value> winners;
+    for (size_t g = 0; g < 3; ++g)
+      winners.push_back(*parsed(reply).find("answers")->find(std::to_string(g))->find("choice"));
+    REQUIRE(laya_tournament_answer(t, reply.data(), reply.size(), &err) == LAYA_OK);
+    CHECK(laya_tournament_done(t) == 0);
+    REQUIRE(into(&next, [&](char* o, size_t cap, size_t* n) {
+              return laya_tournament_next(t, o, cap, n, &final_call);
+            }) == LAYA_OK);
+    CHECK(final_call == 1);
+    const laya::json::Value fin = parsed(next);
+    CHECK(fin.find("p")->find("criteria")->items() == winners);
+    CHECK(*fin.find("u") == *parsed(questions).find("u"));
+    std::string result;
+    CHECK(laya_tournament_result(t, nullptr, 0, nullptr) == LAYA_E_INVALID_ARGUMENT);
+    REQUIRE(c.decide(R"({"state": "I need product p17 today", "questions": )" + next + "}",
+                     &reply) == LAYA_OK);
+    REQUIRE(laya_tournament_answer(t, reply.data(), reply.size(), &err) == LAYA_OK);
+    CHECK(laya_tournament_done(t) == 1);
+    CHECK(laya_tournament_next(t, nullptr, 0, nullptr, nullptr) == LAYA_E_INVALID_ARGUMENT);
+    CHECK(laya_tournament_answer(t, reply.data(), reply.size(), &err) == LAYA_E_INVALID_ARGUMENT);
+    REQUIRE(into(&result, [&](char* o, size_t cap, size_t* n) {
+              return laya_tournament_result(t, o, cap, n);
+            }) == LAYA_OK);
+    laya_tournament_free(t);
+    const laya::json::Value res = parsed(result);
+    const laya::json::Value* meta = res.find("tournament");
+    REQUIRE(meta != nullptr);
+    CHECK(res.members().back().key == "tournament");
+    CHECK(meta->find("p")->find("labels")->items() == winners);
+    CHECK(meta->find("p")->find("n")->as_int64() == 40);
+    CHECK(meta->find("p")->find("rounds")->as_int64() == 1);
+    CHECK(meta->find("u") == nullptr);  // not a choice: no entry
+    CHECK(res.find("answers")->find("p")->find("probabilities")->members().size() == 3);
+
+    // In one call on the context: the same result, kept as laya_result_json.
+    std::string one, again;
+    REQUIRE(into(&one, [&](char* o, size_t cap, size_t* n) {
+              return laya_predict_tournament(c.ctx, body.data(), body.size(), 16, o, cap, n);
+            }) == LAYA_OK);
+    CHECK(one == result);
+    REQUIRE(into(&again, [&](char* o, size_t cap, size_t* n) {
+              return laya_result_json(c.ctx, o, cap, n);
+            }) == LAYA_OK);
+    CHECK(again == result);
+
+    // Refusals before any call, with upstream's messages; the context stays usable.
+    auto refuse = [&](const std::string& qs, int32_t g) {
+      const std::string b = R"({"state": "x", "questions": )" + qs + "}";
+      return laya_predict_tournament(c.ctx, b.data(), b.size(), g, nullptr, 0, nullptr);
+    };
+    CHECK(refuse(R"({"c": {"type": "choice", "instructions": "x", "criteria": "a"}})", 16) ==
+          LAYA_E_REQUEST_INVALID);
+    CHECK(std::string(laya_context_error(c.ctx)) ==
+          "choice criteria must be a dict or list, got str");
+    CHECK(refuse(R"({"c": {"type": "choice", "instructions": "x"}})", 16) ==
+          LAYA_E_REQUEST_UNPROCESSABLE);
+    CHECK(std::string(laya_context_error(c.ctx)) == "question 'c' is a choice but has no criteria");
+    CHECK(refuse(R"({"c": {"type": "choice", "instructions": "x", "criteria": [1, "a", 1.0]}})",
+                 16) == LAYA_E_REQUEST_UNPROCESSABLE);
+    CHECK(std::string(laya_context_error(c.ctx)) == "choice criteria label 1.0 is duplicated");
+    CHECK(refuse("[]", 16) == LAYA_E_REQUEST_INVALID);
+    CHECK(refuse(questions, 1) == LAYA_E_INVALID_ARGUMENT);
+    REQUIRE(
+        c.decide(
+            R"({"state": "x", "questions": {"u": {"type": "noul", "instructions": "Urgent?"}}})",
+            &again) == LAYA_OK);
+    // A reply of the wrong shape, driven by hand.
+    REQUIRE(laya_tournament_create(questions.data(), questions.size(), 16, &t, &err) == LAYA_OK);
+    CHECK(laya_tournament_answer(t, "[1]", 3, &err) == LAYA_E_REQUEST_INVALID);
+    CHECK(std::string(err.message) == "predict/system_one must return a dict, got list");
+    CHECK(laya_tournament_answer(t, "{}", 2, &err) == LAYA_E_REQUEST_INVALID);
+    CHECK(std::string(err.message) ==
+          "predict/system_one must return an answers dict, got NoneType");
+    CHECK(laya_tournament_answer(t, R"({"answers": {"0": {}}})", 22, &err) ==
+          LAYA_E_REQUEST_UNPROCESSABLE);
+    laya_tournament_free(t);
+    CHECK(laya_tournament_create("{", 1, 16, &t, &err) == LAYA_E_REQUEST_INVALID);
+    CHECK(t == nullptr);
+    CHECK(laya_tournament_create(questions.data(), questions.size(), 1, &t, &err) ==
+          LAYA_E_INVALID_ARGUMENT);
+    laya_tournament_free(nullptr);
+  }
+  laya_model_close(m);
+}

@@ -12,6 +12,9 @@
   - load: the directory converted once and cached by its files' sha256; upstream options with no
     meaning here refused by name; a decoder refused; a missing path FileNotFoundError;
   - ece_score against upstream's on recorded inputs (tests/fixtures/python/ece_cases.json);
+  - Router (route, route_batch, predict, predict_batch) and predict_tournament against upstream's
+    recorded calls (tests/fixtures/python/router_cases.json): results dict-equal, refusals with
+    upstream's class and message; a checkpoint without a local path refused naming models=;
   - Decoder: decide and generate print what `laya-run decide` / `generate` print (the same C
     calls: the bindings lose and add nothing); closing generate early stops it.
 """
@@ -163,6 +166,63 @@ check(not bad and len(probe["analyse"]) > 400, "detect_language differs on %d of
       % (len(bad), len(probe["analyse"]), bad[:3]))
 plain = laya.detect_language("hello there my friend")
 check(plain["language"] == "en" and "diagnostic" not in plain, "detect_language without explain: %r" % plain)
+
+# Router (route, route_batch, predict, predict_batch) and predict_tournament (on the Agent and on a
+# Router) against upstream's recorded calls (tests/fixtures/python/router_cases.json,
+# tools/reference/record_router_sdk.py); "<ckpt>" stands for the checkpoint's path.
+
+
+def subst(v, old, new):
+    return json.loads(json.dumps(v, ensure_ascii=False).replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1]))
+
+
+rdoc = json.load(open(os.path.join(FIXTURES, "python", "router_cases.json"), encoding="utf-8"))
+n = exact = 0
+for case in rdoc["cases"]:
+    n += 1
+    kw = subst(case["args"], "<ckpt>", ckpt)
+    try:
+        if case["call"] == "predict_tournament":
+            target = agent if case["router"] is None else laya.Router(**subst(case["router"], "<ckpt>", ckpt))
+            got = laya.predict_tournament(target, **kw)
+        else:
+            got = getattr(laya.Router(**subst(case["router"], "<ckpt>", ckpt)), case["call"])(**kw)
+        got, err = subst(got, ckpt, "<ckpt>"), None
+    except Exception as e:  # noqa: BLE001 -- the class is what is compared
+        got, err = None, e
+    if "error" in case:
+        want = case["error"]
+        ok = err is not None and type(err).__name__ == want["class"] and str(err) == want["message"]
+        check(ok, "%s: raised %r, upstream %s(%r)" % (case["name"], err, want["class"], want["message"]))
+    else:
+        diff = "raised %r" % err if err is not None else same(got, case["result"], "result")
+        check(not diff, "%s: %s" % (case["name"], diff))
+        ok = not diff
+    exact += ok
+print("Router / predict_tournament calls: %d / %d as upstream" % (exact, n))
+calls = {c["call"] for c in rdoc["cases"] if "result" in c}
+check(n >= 50 and calls == {"route", "route_batch", "predict", "predict_batch", "predict_tournament"},
+      "recorded Router calls: %d, %r" % (n, calls))
+# What this Router adds: decisions are RouteDecision; a checkpoint without a local path is refused
+# when it would load (upstream downloads it), naming what to pass; hooks are refused.
+router = laya.Router(models={"english": ckpt})
+d = router.route("Please refund the duplicate charge on invoice 4411 today.")
+check(isinstance(d, laya.RouteDecision) and d.model == "english" and d.reason == "English Latin text",
+      "route: %r" % (d,))
+check(router.loaded == [], "route loaded a checkpoint: %r" % router.loaded)
+try:
+    router.predict("Der Kunde wurde zweimal belastet", q)
+    check(False, "a hub checkpoint loaded")
+except ValueError as e:
+    check("models={'multilingual':" in str(e), "the hub refusal: %s" % e)
+check(router.predict("I was charged twice", q, model="en")["routing"]["repo"] == ckpt and
+      router.loaded == ["english"], "predict on the local checkpoint")
+for bad in ({"hooks": [object()]}, {"revision": "abc"}):
+    try:
+        laya.Router(**bad)
+        check(False, "Router(%r) accepted" % bad)
+    except (NotImplementedError, ValueError):
+        pass
 agent.close()
 
 # Decoder: the same answers as laya-run (timings aside), generation piece by piece.

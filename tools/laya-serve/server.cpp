@@ -26,7 +26,7 @@
 #include "runtime/text/pystr.h"
 #include "tools/laya-serve/metrics.h"
 #include "tools/laya-serve/models.h"
-#include "tools/laya-serve/tournament.h"
+#include "runtime/decisions/tournament.h"
 #include "tools/laya-serve/upstream.h"
 
 namespace laya::serve {
@@ -925,7 +925,7 @@ class Session : public std::enable_shared_from_this<Session> {
         return true;
       }
     }
-    Result<std::optional<Tournament>> plan = Tournament::plan(*qs, g);
+    Result<std::optional<decision::Tournament>> plan = decision::Tournament::plan(*qs, g);
     if (!plan.is_ok()) {
       *refused = true;
       respond_detail(plan.status().code() == StatusCode::kRequestUnprocessable ? 422 : 500,
@@ -1152,7 +1152,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<Value> routings_;
   size_t next_call_ = 0;
   // tournament mode
-  std::optional<Tournament> tour_, tour_template_;
+  std::optional<decision::Tournament> tour_, tour_template_;
   Value tour_base_;
   std::vector<Value> tour_states_, tour_results_;
   std::vector<std::shared_ptr<ServedModel>> tour_models_, state_models_;

@@ -1,8 +1,8 @@
-#include "tools/laya-serve/tournament.h"
+#include "runtime/decisions/tournament.h"
 
 #include "runtime/text/pystr.h"
 
-namespace laya::serve {
+namespace laya::decision {
 
 using json::Value;
 
@@ -10,6 +10,16 @@ namespace {
 
 Status unprocessable(const std::string& m) {
   return Status(StatusCode::kRequestUnprocessable, m);
+}
+
+// Python's == between two labels (a set's membership test): numbers and booleans by value.
+bool py_equal(const Value& a, const Value& b) {
+  auto numeric = [](const Value& v) { return v.is_number() || v.is_bool(); };
+  auto as_num = [](const Value& v) {
+    return v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_double();
+  };
+  if (numeric(a) && numeric(b)) return as_num(a) == as_num(b);
+  return a == b;
 }
 
 // shortlist._criteria_items: the labels of a dict's keys or a list's items, none repeated.
@@ -21,13 +31,13 @@ Result<std::vector<Value>> criteria_labels(const Value& criteria) {
     labels = criteria.items();
   } else {
     return Status(
-        StatusCode::kInternal,
+        StatusCode::kRequestInvalid,
         std::string("choice criteria must be a dict or list, got ") + py::type_name(criteria));
   }
   if (labels.empty()) return unprocessable("choice criteria must contain at least one option");
   for (size_t i = 0; i < labels.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (labels[i] == labels[j])
+      if (py_equal(labels[i], labels[j]))
         return unprocessable("choice criteria label " + py::repr(labels[i]) + " is duplicated");
   return labels;
 }
@@ -39,11 +49,23 @@ bool is_choice(const Value& q) {
 
 }  // namespace
 
-Result<std::optional<Tournament>> Tournament::plan(const Value& questions, int group) {
-  if (!questions.is_object()) return std::optional<Tournament>();
+Result<std::optional<Tournament>> Tournament::plan(const Value& questions, int group,
+                                                   TournamentMode mode) {
+  if (group < 2)
+    return Status(StatusCode::kInvalidArgument, "a tournament's group size must be at least 2");
   Tournament t;
+  t.mode_ = mode;
   t.questions_ = questions;
   t.group_ = group;
+  if (mode == TournamentMode::kSdk) {
+    if (!questions.is_object())
+      return Status(StatusCode::kRequestInvalid,
+                    "questions must be a dict of question id -> definition");
+    LAYA_RETURN_IF_ERROR(t.track_choices());
+    t.prepare_next();
+    return std::optional<Tournament>(std::move(t));
+  }
+  if (!questions.is_object()) return std::optional<Tournament>();
   bool over_100 = false;
   std::string unmappable, ordered;
   for (const json::Member& m : questions.members()) {
@@ -71,17 +93,23 @@ Result<std::optional<Tournament>> Tournament::plan(const Value& questions, int g
   } else if (!unmappable.empty() || !ordered.empty()) {
     return std::optional<Tournament>();
   }
-  // predict_tournament: every choice question tracked.
-  for (const json::Member& m : questions.members()) {
+  LAYA_RETURN_IF_ERROR(t.track_choices());
+  t.prepare_next();
+  return std::optional<Tournament>(std::move(t));
+}
+
+// predict_tournament: every choice question tracked.
+Status Tournament::track_choices() {
+  for (const json::Member& m : questions_.members()) {
     if (!is_choice(m.value)) continue;
     const Value* crit = m.value.find("criteria");
     if (crit == nullptr)
       return unprocessable("question " + py::repr(m.key) + " is a choice but has no criteria");
     LAYA_ASSIGN_OR_RETURN(std::vector<Value> labels, criteria_labels(*crit));
-    t.meta_.push_back({m.key, std::move(labels), 0});
+    const size_t n = labels.size();
+    meta_.push_back({m.key, std::move(labels), n, 0});
   }
-  t.prepare_next();
-  return std::optional<Tournament>(std::move(t));
+  return Status::ok();
 }
 
 Value Tournament::cut(const std::string& qid, const std::vector<Value>& labels) const {
@@ -90,7 +118,11 @@ Value Tournament::cut(const std::string& qid, const std::vector<Value>& labels) 
   Value narrowed;
   if (crit.is_object()) {
     narrowed = Value::object();
-    for (const Value& l : labels) narrowed.set(l.as_string(), *crit.find(l.as_string()));
+    for (const Value& l : labels) {
+      const std::string key = l.is_string() ? l.as_string() : py::str(l);
+      const Value* d = crit.find(key);
+      narrowed.set(key, d != nullptr ? *d : Value());
+    }
   } else {
     narrowed = Value::array(labels);
   }
@@ -130,6 +162,10 @@ void Tournament::prepare_next() {
 }
 
 Status Tournament::answer(const Value& result) {
+  if (mode_ == TournamentMode::kSdk && !result.is_object())
+    return Status(
+        StatusCode::kRequestInvalid,
+        std::string("predict/system_one must return a dict, got ") + py::type_name(result));
   if (const Value* u = result.find("usage"))
     if (const Value* t = u->find("input_tokens")) input_tokens_ += t->as_int64().value_or(0);
   if (final_) {
@@ -139,14 +175,20 @@ Status Tournament::answer(const Value& result) {
   }
   const Value* answers = result.find("answers");
   if (answers == nullptr || !answers->is_object())
-    return Status(StatusCode::kInternal, "a tournament round's reply has no answers");
+    return mode_ == TournamentMode::kSdk
+               ? Status(StatusCode::kRequestInvalid,
+                        std::string("predict/system_one must return an answers dict, got ") +
+                            (answers != nullptr ? py::type_name(*answers) : "NoneType"))
+               : Status(StatusCode::kInternal, "a tournament round's reply has no answers");
   std::vector<std::vector<Value>> winners(meta_.size());
   std::vector<bool> played(meta_.size(), false);
   for (size_t i = 0; i < groups_.size(); ++i) {
     const Value* a = answers->find(std::to_string(i));
     const Value* c = a != nullptr ? a->find("choice") : nullptr;
     if (c == nullptr)
-      return Status(StatusCode::kInternal, "a tournament round lost group " + std::to_string(i));
+      return Status(
+          mode_ == TournamentMode::kSdk ? StatusCode::kRequestUnprocessable : StatusCode::kInternal,
+          "a tournament round's reply has no choice for group '" + std::to_string(i) + "'");
     winners[groups_[i].first].push_back(*c);
     played[groups_[i].first] = true;
   }
@@ -161,6 +203,18 @@ Status Tournament::answer(const Value& result) {
 
 Value Tournament::result() const {
   Value out = final_result_;
+  if (mode_ == TournamentMode::kSdk) {
+    Value meta = Value::object();
+    for (const Entry& e : meta_) {
+      Value m = Value::object();
+      m.set("labels", Value::array(e.labels));
+      m.set("n", Value::integer(static_cast<int64_t>(e.n)));
+      m.set("rounds", Value::integer(e.rounds));
+      meta.set(e.qid, std::move(m));
+    }
+    out.set("tournament", std::move(meta));
+    return out;
+  }
   if (Value* answers = out.find("answers"); answers != nullptr && answers->is_object()) {
     for (size_t k = 0; k < large_.size(); ++k) {
       const std::string& qid = large_[k];
@@ -191,4 +245,4 @@ Value Tournament::result() const {
   return out;
 }
 
-}  // namespace laya::serve
+}  // namespace laya::decision
