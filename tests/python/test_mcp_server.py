@@ -14,6 +14,7 @@ MCP Python SDK's own client (`stdio_client` + `ClientSession`).
     out; refusals' text exactly), structuredContent carrying the same text; laya_status as
     upstream's but for the torch / package versions;
   - without LAYA_EXTRA_MODELS routing still answers and a prediction is refused naming it;
+    LAYA_DEVICE=CUDA is reported as the preference and refused as a tool error;
   - without `mcp` the server's import fails naming `pip install mcp`.
 Run by meson with the interpreter of tools/setup-test-venv.sh (it has `mcp`); without
 LAYA_TEST_PYTHON and without `mcp` the test reports itself skipped (exit 77).
@@ -189,12 +190,31 @@ async def without_models(cache):
     await session_run(server_env(cache, None), body)
 
 
+async def device_refused(cache):
+    """A device this runtime has not: reported as the preference, refused where the router is
+    built (a tool error on the call that needs it)."""
+    env = dict(server_env(cache, None), LAYA_DEVICE="CUDA")
+
+    async def body(s):
+        st = json.loads((await s.call_tool("laya_status", {})).content[0].text)
+        check(st["device"] == "cuda" and st["device_is_preference"] and not st["router_ready"],
+              "status with LAYA_DEVICE=CUDA: %r" % st)
+        r = await s.call_tool("laya_route", {"state": {"t": "hello"}, "questions": {
+            "u": {"type": "noul", "instructions": "urgent?"}}})
+        text = r.content[0].text if r.content else ""
+        check(r.is_error and "router construction failed: device 'cuda'" in text,
+              "route with LAYA_DEVICE=CUDA: %r" % text)
+
+    await session_run(env, body)
+
+
 async def main():
     doc = json.load(open(os.path.join(FIXTURES, "python", "mcp_cases.json"), encoding="utf-8"))
     ckpt = os.path.abspath(os.path.join(FIXTURES, "laya-tiny-modernbert"))
     with tempfile.TemporaryDirectory() as cache:
         await asyncio.wait_for(against_upstream(doc, ckpt, cache), DEADLINE_S)
         await asyncio.wait_for(without_models(cache), 60)
+        await asyncio.wait_for(device_refused(cache), 60)
 
 
 asyncio.run(main())

@@ -51,6 +51,10 @@ def _env_bool(name: str, default: bool) -> bool:
     return v.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _env_device():
+    return os.environ.get("LAYA_DEVICE", "").strip().lower() or None
+
+
 def _local_models() -> dict:
     raw = os.environ.get("LAYA_EXTRA_MODELS", "").strip()
     if not raw:
@@ -81,8 +85,7 @@ def _build_router() -> Router:
     if os.environ.get("LAYA_BASE_URL", "").strip():
         raise ValueError("LAYA_BASE_URL (answering from a remote laya-serve) is not available in "
                          "laya_runtime's MCP server; unset it to answer in this process")
-    device = os.environ.get("LAYA_DEVICE", "").strip().lower() or None
-    options: dict = {"models": _local_models(), "device": device,
+    options: dict = {"models": _local_models(), "device": _env_device(),
                      "auto_task_detection": _env_bool("LAYA_AUTO_TASK", False)}
     default = os.environ.get("LAYA_DEFAULT_MODEL", "").strip()
     if default:
@@ -157,7 +160,8 @@ _QUESTIONS = (" questions: {name: {type: 'choice'|'score'|'noul', instructions: 
 def laya_status_tool() -> str:
     """The checkpoints loaded and the device each runs on (the CPU: laya_runtime), whether the router is ready, and package versions."""
     try:
-        return _dump(tools.laya_status(_router, _env_bool("LAYA_PRELOAD", True), __version__))
+        return _dump(tools.laya_status(_router, _env_bool("LAYA_PRELOAD", True), __version__,
+                                       _env_device()))
     except Exception as e:
         raise McpToolError(_dump({"error": "internal_error",
                                   "message": "%s: %s" % (type(e).__name__, e)})) from e

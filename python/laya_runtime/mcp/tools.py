@@ -233,11 +233,12 @@ def _need(router: Any) -> None:
 
 # ---- the tools ----------------------------------------------------------------------------------
 
-def laya_status(router: Any, preload: bool, version: str) -> dict:
+def laya_status(router: Any, preload: bool, version: str, preference: Optional[str]) -> dict:
+    """`device` is the loaded checkpoints' (the first one's), else the configured preference."""
     loaded = list(router.loaded) if router is not None else []
     devices = {n: d for n, d in ((n, _device(router, n)) for n in loaded) if d}
     actual = next(iter(devices.values()), None)
-    return {"device": actual or "cpu", "torch_cuda": False, "torch_version": None,
+    return {"device": actual or preference or "cpu", "torch_cuda": False, "torch_version": None,
             "device_is_preference": actual is None, "checkpoint_devices": devices,
             "loaded": loaded, "router_preload": bool(preload), "router_ready": router is not None,
             "package_versions": {"laya": None, "torch": None, "transformers": None,
