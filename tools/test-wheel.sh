@@ -2,8 +2,9 @@
 # The laya_runtime wheel as a user gets it: `pip wheel .` (meson-python builds liblaya and
 # laya-convert into the package; ccache makes it quick after a release build), retagged
 # py3-none-<platform> (ctypes: one wheel for every CPython 3.9+), installed into a fresh venv, then
-# tests/python/test_laya_runtime.py against the installed package alone (no PYTHONPATH, no
-# LAYA_LIBRARY, no build tree's library or tools).
+# tests/python/test_laya_runtime.py and test_mcp_server.py (with `mcp`, the laya-mcp-server
+# console script) against the installed package alone (no PYTHONPATH, no LAYA_LIBRARY, no build
+# tree's library or tools).
 #
 #   tools/test-wheel.sh [RELEASE_BUILD]   (default build/: the test's tiny models and laya-run)
 #
@@ -24,7 +25,9 @@ python3 -m venv "$out/buildenv"
 whl=$(ls "$out"/dist/*.whl)
 echo "test-wheel: $(basename "$whl"), $(du -k "$whl" | cut -f1) KiB"
 python3 -m venv "$out/userenv"
-"$out/userenv/bin/pip" install -q "$whl"
+"$out/userenv/bin/pip" install -q "$whl" mcp==2.3.0
 cd "$out"
 "userenv/bin/python" ../tests/python/test_laya_runtime.py - - - ../tests/fixtures \
   "../$release/tests/tiny-llama-chat.gguf" "../$release/tools/laya-run" ../examples
+# laya-mcp-server as installed (the console script) against upstream's recorded server.
+env -u LAYA_TEST_PYTHON userenv/bin/python ../tests/python/test_mcp_server.py - - - ../tests/fixtures
