@@ -313,8 +313,8 @@ def build_app(model_path: str, *, name: Optional[str] = None, replicas: int = 1,
               batch_wait_timeout_s: float = BATCH_WAIT_TIMEOUT_S,
               max_ongoing_requests: Optional[int] = None,
               max_queued_requests: int = -1):
-    """The Ray Serve application: `replicas` replicas of the model at `model_path` (a .laya file
-    every node can read), or with `autoscaling` (Ray's autoscaling_config: min_replicas,
+    """The Ray Serve application: `replicas` replicas of the model at `model_path` (an absolute
+    path of a .laya file every node can read), or with `autoscaling` (Ray's autoscaling_config: min_replicas,
     max_replicas, target_ongoing_requests, upscale_delay_s, downscale_delay_s, ...; defaults
     below) between its bounds. Each replica takes `num_cpus` of Ray's CPUs and runs its context
     on `threads` threads (default: num_cpus). `api_key` (default: the replica's LAYA_API_KEY)
@@ -377,6 +377,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     import ray
 
     name, _, path = a.model.rpartition("=")
+    path = os.path.abspath(path)  # the replicas' working directory is not this one
     if not os.path.isfile(path):
         p.error("no model file at %r: the replicas open a .laya file (convert a checkpoint "
                 "directory with laya-convert)" % path)
