@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import subprocess
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _capi
 from ._pool import ContextPool
@@ -25,6 +25,8 @@ State = Union[str, dict, list]
 class SchemaError(ValueError):
     """A schema `decide` cannot turn into typed questions (upstream laya.structured.SchemaError)."""
 
+
+_RULES = {"sdk": _capi.RULES_SDK, "server": _capi.RULES_SERVER}
 
 _REFUSALS = (_capi.E_REQUEST_INVALID, _capi.E_REQUEST_UNPROCESSABLE, _capi.E_REQUEST_TOO_LARGE)
 
@@ -72,7 +74,12 @@ class Agent:
     `decide_batch`, `warmup`, as upstream `laya.Agent` (see `load`)."""
 
     def __init__(self, path: str, threads: int = 0, contexts: Optional[int] = None,
-                 kernels: str = "auto", backends: str = "cpu", model_id: Optional[str] = None):
+                 kernels: str = "auto", backends: str = "cpu", model_id: Optional[str] = None,
+                 rules: str = "sdk"):
+        """`rules`: "sdk" (the SDK's checks, as its calls make them) or "server" (laya-serve's
+        /v1/systemone checks and limits: what `decide_bodies` answers for an HTTP server)."""
+        if rules not in _RULES:
+            raise ValueError("rules must be 'sdk' or 'server', got %r" % (rules,))
         self._model = _capi.Model(path, threads=threads, kernels=kernels, backends=backends)
         if self._model.info.kind != _capi.MODEL_ENCODER:
             self._model.close()
@@ -82,7 +89,7 @@ class Agent:
         self.model_id = model_id or path
         self._pool = ContextPool(contexts if contexts is not None else (os.cpu_count() or 1),
                                  lambda: _capi.Context(self._model, threads=threads, max_batch=64,
-                                                       rules=_capi.RULES_SDK))
+                                                       rules=_RULES[rules]))
         i = self._model.info
         self.info = {
             "name": i.name.decode(), "architecture": i.architecture.decode(),
@@ -100,6 +107,29 @@ class Agent:
                 return json.loads(ctx.decide(_dumps(body)))
         except _capi.CallError as e:
             _raise(e, schema)
+
+    def decide_bodies(self, bodies: List[bytes]) -> List[Tuple[int, str]]:
+        """Request bodies (upstream laya-serve's /v1/systemone JSON) answered together on one
+        context (laya_decide_batch: their rows packed into shared passes, each result identical
+        to the body alone): per body its laya_status and its result JSON, or its message. Bodies
+        go in groups within the context's limits (max_batch bodies, max_request_bytes together);
+        a failure that is not a body's own raises LayaRuntimeError."""
+        out: List[Tuple[int, str]] = []
+        try:
+            with self._pool.context() as ctx:
+                lim = ctx.limits
+                i = 0
+                while i < len(bodies):
+                    j, size = i + 1, len(bodies[i])
+                    while (j < len(bodies) and j - i < lim.max_batch
+                           and size + len(bodies[j]) <= lim.max_request_bytes):
+                        size += len(bodies[j])
+                        j += 1
+                    out.extend(ctx.decide_batch(bodies[i:j]))
+                    i = j
+        except _capi.CallError as e:
+            raise LayaRuntimeError(e.code, e.message) from None
+        return out
 
     # ---- upstream's calls -----------------------------------------------------------------
 
