@@ -4,6 +4,7 @@
 #   build-release  the optimized build users run (benchmarks and tools compiled too), the
 #                  firmware example built against its installed library, and the Python wheel
 #                  installed into a fresh venv (tools/test-wheel.sh)
+#   build-arm64    aarch64 release, cross-built, its suite under QEMU (tools/cross/)
 #   build-asan     -O2 with AddressSanitizer + UndefinedBehaviorSanitizer
 #   build-fuzz     clang, libFuzzer, ASan + UBSan: every fuzz target for 60 s (tools/fuzz.sh)
 # and runs the whole meson test suite in each build (after tools/fetch-models.sh). Exits non-zero
@@ -31,6 +32,16 @@ examples/firmware/check.sh build-release build-release/tests/laya-tiny.laya \
 # The Python wheel as a user installs it: pip wheel . (ccache serves the release build's objects),
 # a fresh venv, the package alone against the SDK's recorded calls.
 tools/test-wheel.sh build-release
+# aarch64 (the AX8850's Cortex-A55 host; docs/portability.md): cross-built release, its suite under
+# user-mode QEMU (-cpu max; the kernels again on a Cortex-A53, no dotprod), and laya-run decide on
+# the README's two examples against the x86-64 build (byte-identical on --kernels ref).
+[ -d build-arm64 ] || meson setup build-arm64 --cross-file tools/cross/aarch64-linux-gnu.ini \
+  --buildtype=release -Dbenchmarks=false
+ninja -C build-arm64 -j "$jobs"
+meson test -C build-arm64 --print-errorlogs --num-processes "$jobs" --timeout-multiplier 3
+tests/tools/test_arm_parity.py build-release/tools/laya-run build-arm64/tools/laya-run \
+  build-release/tests/laya-tiny.laya examples/support-ticket.json \
+  "$LAYA_SMOLLM2_GGUF" examples/industrial-alarm.json
 # -g1: line tables only (ASan and UBSan reports keep file:line). Full -g runs GCC's variable
 # tracking, 60% of compiling the Highway kernel units under the sanitizers (kernels/hwy/
 # matmul_kquant.cpp: 6.7 -> 2.1 min for one target), the longest step of this script.

@@ -9,6 +9,9 @@
 // modelled. Exit codes: 0 success, 1 a model / runtime failure, 2 bad arguments.
 #include <sched.h>
 #include <sys/mman.h>
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -139,13 +142,16 @@ int usable_cores() {
   return CPU_COUNT(&set);
 }
 
-// The instructions the hand-written paths beside Highway's targets use, where this CPU has them.
+// The instructions the hand-written paths beside Highway's targets use, where this CPU has them
+// (x86-64: VNNI, AVX512-BF16, AMX; aarch64: the ARMv8.2 dot product).
 std::string cpu_extensions() {
   std::string s;
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512vnni")) s += "avx512vnni ";
   if (__builtin_cpu_supports("avx512bf16")) s += "avx512bf16 ";
   if (kernels::hwy_matmul_float::amx_bf16_usable()) s += "amx-bf16 ";
+#elif defined(__aarch64__)
+  if ((getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0) s += "dotprod ";  // the int GEMVs' sdot
 #endif
   if (!s.empty()) s.pop_back();
   return s.empty() ? "none" : s;
