@@ -33,13 +33,15 @@ examples/firmware/check.sh build-release build-release/tests/laya-tiny.laya \
 # a fresh venv, the package alone against the SDK's recorded calls.
 tools/test-wheel.sh build-release
 # aarch64 (the AX8850's Cortex-A55 host; docs/portability.md): cross-built release, its suite under
-# user-mode QEMU (-cpu max; the kernels again on a Cortex-A53, no dotprod), and laya-run decide on
-# the README's two examples against the x86-64 build (byte-identical on --kernels ref).
+# user-mode QEMU (-cpu max; the kernels again on a Cortex-A53, no dotprod) but for the tests that
+# take minutes there (tools/test-arm64.sh runs them), and laya-run decide on the README's two
+# examples against the x86-64 build (the encoder's byte-identical on --kernels ref).
 [ -d build-arm64 ] || meson setup build-arm64 --cross-file tools/cross/aarch64-linux-gnu.ini \
   --buildtype=release -Dbenchmarks=false
 ninja -C build-arm64 -j "$jobs"
-meson test -C build-arm64 --print-errorlogs --num-processes "$jobs" --timeout-multiplier 3
-tests/tools/test_arm_parity.py build-release/tools/laya-run build-arm64/tools/laya-run \
+meson test -C build-arm64 --print-errorlogs --num-processes "$jobs" --timeout-multiplier 3 \
+  --no-suite slow-emulated
+tests/tools/test_arm_parity.py --quick build-release/tools/laya-run build-arm64/tools/laya-run \
   build-release/tests/laya-tiny.laya examples/support-ticket.json \
   "$LAYA_SMOLLM2_GGUF" examples/industrial-alarm.json
 # -g1: line tables only (ASan and UBSan reports keep file:line). Full -g runs GCC's variable
