@@ -2,7 +2,11 @@
 """laya-run decide on the aarch64 build (under QEMU) against the x86-64 build, on the README's two
 examples: with --kernels ref the printed results are byte-identical (the "timings" member aside:
 wall-clock times), and with each build's own kernels (NEON with dotprod, or without it, against
-the x86 CPU's best target) the decisions are the same and probabilities agree within 1e-3.
+the x86 CPU's best target) the decisions are the same: every string and boolean, the decoder's
+`decision` object exactly; numbers within 1e-3 on the encoder (f32 throughout) and 0.1 on the
+Q4_1 decoder, whose activations are re-quantized to int8 at every layer so that summation-order
+differences move probabilities by a few points between any two kernel sets (on x86-64 itself:
+"acknowledge" 0.3088 AVX3, 0.2591 AVX2, 0.3162 ref on the industrial-alarm example).
 
 usage: test_arm_parity.py [--quick] X86_LAYA_RUN ARM_LAYA_RUN TINY.laya ENCODER_REQUEST SMOLLM2.gguf
        DECODER_REQUEST [QEMU_CPU...]
@@ -28,15 +32,15 @@ def run(cmd, timeout=1800):
     return p.stdout, time.monotonic() - t0
 
 
-def close(a, b, path="$"):
-    """The same JSON shape and strings / booleans; numbers within 1e-3."""
+def close(a, b, tol, path="$"):
+    """The same JSON shape and strings / booleans; numbers within tol."""
     if isinstance(a, dict) and isinstance(b, dict):
         if list(a) != list(b):
             return f"{path}: keys {list(a)} != {list(b)}"
         for k in a:
             if k == "timings":
                 continue
-            bad = close(a[k], b[k], f"{path}.{k}")
+            bad = close(a[k], b[k], tol, f"{path}.{k}")
             if bad:
                 return bad
         return None
@@ -44,13 +48,13 @@ def close(a, b, path="$"):
         if len(a) != len(b):
             return f"{path}: lengths {len(a)} != {len(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
-            bad = close(x, y, f"{path}[{i}]")
+            bad = close(x, y, tol, f"{path}[{i}]")
             if bad:
                 return bad
         return None
     numbers = (int, float)
     if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
-        return None if abs(a - b) <= 1e-3 else f"{path}: {a} vs {b}"
+        return None if abs(a - b) <= tol else f"{path}: {a} vs {b}"
     return None if a == b else f"{path}: {a!r} != {b!r}"
 
 
@@ -79,7 +83,10 @@ def main():
                     failures += 1
                     print("  x86:", ref_x86[:1500], "\n  arm:", ref_arm[:1500])
             auto_arm, secs = run(emu + base)
-            bad = close(json.loads(auto_x86), json.loads(auto_arm))
+            want, got = json.loads(auto_x86), json.loads(auto_arm)
+            bad = close(want, got, 1e-3 if name == "encoder" else 0.1)
+            if not bad and want.get("decision") != got.get("decision"):
+                bad = f"decision {got.get('decision')} != {want.get('decision')}"
             print(f"{'ok' if not bad else 'FAIL'}: {name}, native kernels, aarch64 ({cpu}, "
                   f"{secs:.0f} s) vs x86-64: {'same decisions' if not bad else bad}")
             failures += bool(bad)
