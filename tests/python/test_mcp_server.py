@@ -82,6 +82,11 @@ def server_env(cache, models):
         env["LAYA_LIBRARY"] = os.path.abspath(LIBLAYA)
     if CONVERT != "-":
         env["LAYA_CONVERT"] = os.path.abspath(CONVERT)
+    # The server gets only this environment (mcp's stdio_client): under AddressSanitizer its
+    # interpreter must preload ASan's runtime too (tests/meson.build), or it aborts at load.
+    for k in ("LD_PRELOAD", "ASAN_OPTIONS", "LD_LIBRARY_PATH"):
+        if k in os.environ:
+            env[k] = os.environ[k]
     return env
 
 
