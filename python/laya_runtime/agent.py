@@ -65,6 +65,13 @@ def _not_here(what: str, given: Any) -> None:
                                   "upstream SDK runs it in Python around predict)" % what)
 
 
+def _no_hooks(hooks: Any, on_predict_start: Any, on_predict_end: Any) -> None:
+    """Upstream's hook arguments, refused by name when given (hooks are not supported yet)."""
+    for what, given in (("hooks", hooks), ("on_predict_start", on_predict_start),
+                        ("on_predict_end", on_predict_end)):
+        _not_here(what, given)
+
+
 def _dumps(body: Dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
@@ -140,9 +147,7 @@ class Agent:
                    head_max_len: Optional[int] = None,
                    min_confidence: Optional[float] = None) -> Dict[str, Any]:
         """Typed questions about one state in one forward pass: upstream `Agent.system_one`."""
-        for what, given in (("hooks", hooks), ("on_predict_start", on_predict_start),
-                            ("on_predict_end", on_predict_end)):
-            _not_here(what, given)
+        _no_hooks(hooks, on_predict_start, on_predict_end)
         _check_state(state)
         _check_questions(questions)
         body: Dict[str, Any] = {"state": state, "questions": questions}
@@ -163,9 +168,7 @@ class Agent:
                       min_confidence: Optional[float] = None) -> List[Dict[str, Any]]:
         """The same questions over many states, rows packed into shared passes: upstream
         `Agent.predict_batch` (results in input order)."""
-        for what, given in (("hooks", hooks), ("on_predict_start", on_predict_start),
-                            ("on_predict_end", on_predict_end)):
-            _not_here(what, given)
+        _no_hooks(hooks, on_predict_start, on_predict_end)
         if isinstance(states, (str, bytes, dict)):
             raise TypeError("predict_batch expects a list of states; pass a single state to "
                             "predict()/system_one().")

@@ -18,7 +18,7 @@ from collections.abc import Sequence as SequenceABC
 from typing import Any, Dict, List, Optional
 
 from . import _capi
-from .agent import LayaRuntimeError, _check_questions, _check_state, _not_here, load
+from .agent import LayaRuntimeError, _check_questions, _check_state, _no_hooks, _not_here, load
 
 DEFAULT_TOURNAMENT_GROUP = 16
 
@@ -73,9 +73,7 @@ class Router:
                  hooks_timeout: Optional[float] = None,
                  agent_kwargs: Optional[Dict[str, Any]] = None,
                  sha256_digests: Optional[Dict[str, Any]] = None):
-        for what, given in (("hooks", hooks), ("on_predict_start", on_predict_start),
-                            ("on_predict_end", on_predict_end)):
-            _not_here(what, given)
+        _no_hooks(hooks, on_predict_start, on_predict_end)
         if device not in (None, "cpu", "auto"):
             raise ValueError("device %r is not available in laya_runtime: it runs on the CPU (and "
                              "its HAL backends); use device='cpu'" % device)
@@ -272,9 +270,7 @@ class Router:
                 head_max_len: Optional[int] = None,
                 min_confidence: Optional[float] = None) -> Dict[str, Any]:
         """Route, then answer on the chosen checkpoint: its result plus a `routing` key."""
-        for what, given in (("hooks", hooks), ("on_predict_start", on_predict_start),
-                            ("on_predict_end", on_predict_end)):
-            _not_here(what, given)
+        _no_hooks(hooks, on_predict_start, on_predict_end)
         _check_state(state)
         _check_questions(questions)
         decision = self.route(state, questions, model=model, task=task, lang=lang,
@@ -297,9 +293,7 @@ class Router:
                       diagnostics: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
         """Routes every request, then answers each checkpoint's requests together (those sharing
         questions and budgets in shared forward passes); results in the input order."""
-        for what, given in (("hooks", hooks), ("on_predict_start", on_predict_start),
-                            ("on_predict_end", on_predict_end)):
-            _not_here(what, given)
+        _no_hooks(hooks, on_predict_start, on_predict_end)
         decisions = self.route_batch(requests)
         if not decisions:
             return []
